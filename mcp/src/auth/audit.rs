@@ -1,0 +1,104 @@
+//! Audit events: every authorization decision, observable through a callback and as a
+//! `tracing` event with stable fields (target `mcp::audit`).
+
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use super::Seam;
+use crate::server::{ConnId, Transport};
+
+/// What happened after the decision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AuditOutcome {
+    /// The tool ran and succeeded, or the read was served.
+    Served,
+    /// The tool ran and reported an error.
+    ToolError,
+    /// Refused.
+    Denied,
+    /// A human approved and the tool ran.
+    Approved,
+    /// A human was asked and said no, did not answer, or could not be asked; the detail says
+    /// which.
+    NotApproved(String),
+    /// The call was cancelled, timed out or failed before it finished.
+    Aborted(String),
+}
+
+impl AuditOutcome {
+    /// A stable name for logs.
+    pub fn as_str(&self) -> &str {
+        match self {
+            AuditOutcome::Served => "served",
+            AuditOutcome::ToolError => "tool_error",
+            AuditOutcome::Denied => "denied",
+            AuditOutcome::Approved => "approved",
+            AuditOutcome::NotApproved(_) => "not_approved",
+            AuditOutcome::Aborted(_) => "aborted",
+        }
+    }
+}
+
+/// One authorization decision and its outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditEvent {
+    /// Tool seam or read seam.
+    pub seam: Seam,
+    /// The tool or method.
+    pub name: String,
+    /// The connection.
+    pub conn_id: ConnId,
+    /// Its transport.
+    pub transport: Transport,
+    /// The verified subject, if any.
+    pub subject: Option<String>,
+    /// SHA-256 (hex) of the canonical JSON of the arguments, so calls can be correlated
+    /// without logging their contents.
+    pub argument_digest: String,
+    /// `allow`, `deny` or `ask`.
+    pub decision: &'static str,
+    /// The deny reason or ask prompt, if any.
+    pub detail: Option<String>,
+    /// What happened.
+    pub outcome: AuditOutcome,
+}
+
+/// Receives audit events.
+pub type AuditSink = Arc<dyn Fn(&AuditEvent) + Send + Sync>;
+
+/// SHA-256 hex of a JSON value in canonical form (object keys sorted, no whitespace).
+pub(crate) fn digest_json(value: &serde_json::Value) -> String {
+    // serde_json's Map is ordered by key (no `preserve_order`), so this is canonical.
+    let bytes = serde_json::to_vec(value).unwrap_or_default();
+    hex(&Sha256::digest(&bytes))
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(HEX[(b >> 4) as usize] as char);
+        s.push(HEX[(b & 15) as usize] as char);
+    }
+    s
+}
+
+pub(crate) fn emit(sink: Option<&AuditSink>, event: AuditEvent) {
+    tracing::info!(
+        target: "mcp::audit",
+        seam = event.seam.as_str(),
+        name = %event.name,
+        conn_id = %event.conn_id,
+        transport = event.transport.as_str(),
+        subject = event.subject.as_deref().unwrap_or(""),
+        argument_digest = %event.argument_digest,
+        decision = event.decision,
+        detail = event.detail.as_deref().unwrap_or(""),
+        outcome = event.outcome.as_str(),
+        "authorization"
+    );
+    if let Some(sink) = sink {
+        sink(&event);
+    }
+}

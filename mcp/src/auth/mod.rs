@@ -1,0 +1,398 @@
+//! Authorization: who may call which tool, and who may read what.
+//!
+//! Two seams, kept apart because a tools allowlist knows nothing about method names:
+//!
+//! - the **tool seam** decides `tools/call` (and filters `tools/list`); a deny is an
+//!   `isError` tool result with an `authorization_required` payload the model can read;
+//! - the **read seam** decides `tools/list`, `resources/list`, `resources/read`,
+//!   `resources/subscribe`, `resources/unsubscribe`, `prompts/list`, `prompts/get` and
+//!   `completion/complete`; a deny is JSON-RPC error -32090.
+//!
+//! An [`Authorizer`] answers [`Decision::Allow`], [`Decision::Deny`] or [`Decision::Ask`].
+//! It sees a closed, server-derived [`AuthContext`] (connection, transport, verified
+//! principal) and never anything the client merely asserts. A panicking, stalling or
+//! off-contract authorizer denies, in both seams, and the server keeps serving.
+
+pub(crate) mod audit;
+mod builtins;
+pub mod deployment;
+
+use std::fmt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use futures::FutureExt as _;
+use serde_json::Value;
+
+pub use audit::{AuditEvent, AuditOutcome, AuditSink};
+pub use builtins::{allow_all, allowlist, ask_before_sensitive, deny_all, policy, policy_async};
+
+use crate::protocol::{CallToolResult, ErrorObject, codes};
+use crate::registry::ToolDef;
+use crate::server::{ConnId, Transport};
+
+/// What an authorizer decided.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Go ahead.
+    Allow,
+    /// Refuse, with a reason (shown to the caller as `detail`).
+    Deny(String),
+    /// Ask the human first, with this question. On the tool seam this becomes an
+    /// elicitation; on the read seam it is a deny (reads cannot be approved interactively).
+    Ask(String),
+}
+
+impl Decision {
+    /// A deny with a reason.
+    pub fn deny(reason: impl Into<String>) -> Self {
+        Decision::Deny(reason.into())
+    }
+
+    /// An ask with a question.
+    pub fn ask(prompt: impl Into<String>) -> Self {
+        Decision::Ask(prompt.into())
+    }
+
+    /// `"allow"`, `"deny"` or `"ask"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Deny(_) => "deny",
+            Decision::Ask(_) => "ask",
+        }
+    }
+}
+
+/// Reasons the framework itself gives in denies.
+pub mod reasons {
+    /// A sensitive tool with no authorizer configured.
+    pub const SENSITIVE_TOOL_UNGUARDED: &str = "sensitive_tool_unguarded";
+    /// The authorizer panicked.
+    pub const AUTHORIZER_FAILED: &str = "authorizer_failed";
+    /// The authorizer answered outside its contract (an `Ask` with a blank question).
+    pub const AUTHORIZER_CONTRACT_VIOLATION: &str = "authorizer_contract_violation";
+    /// The authorizer did not answer in time.
+    pub const AUTHORIZER_TIMEOUT: &str = "authorizer_timeout";
+    /// An `Ask` on the read seam, which cannot elicit.
+    pub const INTERACTIVE_APPROVAL_UNSUPPORTED: &str = "interactive_approval_unsupported";
+    /// Not on an allowlist.
+    pub const NOT_ALLOWLISTED: &str = "not_allowlisted";
+    /// The caller lacks a scope the tool requires.
+    pub const INSUFFICIENT_SCOPE: &str = "insufficient_scope";
+}
+
+/// The verified identity behind a request: from a bearer token the server checked, never
+/// from anything the client asserts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Principal {
+    /// The subject (`sub`).
+    pub subject: String,
+    /// Granted scopes.
+    pub scopes: Vec<String>,
+    /// The token's issuer.
+    pub issuer: Option<String>,
+}
+
+impl Principal {
+    /// A principal with a subject and scopes.
+    pub fn new(subject: impl Into<String>, scopes: Vec<String>) -> Self {
+        Principal {
+            subject: subject.into(),
+            scopes,
+            issuer: None,
+        }
+    }
+
+    /// Whether every one of `required` was granted.
+    pub fn has_scopes(&self, required: &[String]) -> bool {
+        required.iter().all(|r| self.scopes.iter().any(|s| s == r))
+    }
+}
+
+/// What an authorizer may know about the caller. Closed: every field is derived by the
+/// server (the connection the request arrived on, the transport declared for it, and a
+/// principal verified by the server), so a policy can never be keyed on a value the client
+/// merely asserted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthContext {
+    conn_id: ConnId,
+    transport: Transport,
+    principal: Option<Arc<Principal>>,
+}
+
+impl AuthContext {
+    pub(crate) fn new(
+        conn_id: ConnId,
+        transport: Transport,
+        principal: Option<Arc<Principal>>,
+    ) -> Self {
+        AuthContext {
+            conn_id,
+            transport,
+            principal,
+        }
+    }
+
+    /// The connection the request arrived on.
+    pub fn conn_id(&self) -> &ConnId {
+        &self.conn_id
+    }
+
+    /// The transport declared for that connection.
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    /// The verified principal, if the request carried a valid token.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal.as_deref()
+    }
+}
+
+/// Which seam a decision is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Seam {
+    /// `tools/call` and the filtering of `tools/list`.
+    Tool,
+    /// Lists, reads, subscriptions, prompts and completion.
+    Read,
+}
+
+impl Seam {
+    /// `"tool"` or `"read"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Seam::Tool => "tool",
+            Seam::Read => "read",
+        }
+    }
+}
+
+pub(crate) enum ArgsSource<'a> {
+    Raw(&'a str),
+    Value(Value),
+}
+
+/// One question put to an authorizer.
+pub struct AuthRequest<'a> {
+    seam: Seam,
+    name: &'a str,
+    tool: Option<&'a ToolDef>,
+    args: ArgsSource<'a>,
+    parsed: OnceLock<Value>,
+    context: &'a AuthContext,
+}
+
+impl fmt::Debug for AuthRequest<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuthRequest")
+            .field("seam", &self.seam)
+            .field("name", &self.name)
+            .field("arguments", self.arguments())
+            .field("context", &self.context)
+            .finish()
+    }
+}
+
+impl<'a> AuthRequest<'a> {
+    pub(crate) fn new(
+        seam: Seam,
+        name: &'a str,
+        tool: Option<&'a ToolDef>,
+        args: ArgsSource<'a>,
+        context: &'a AuthContext,
+    ) -> Self {
+        AuthRequest {
+            seam,
+            name,
+            tool,
+            args,
+            parsed: OnceLock::new(),
+            context,
+        }
+    }
+
+    /// Builds a request by hand, for testing a policy.
+    pub fn for_test(
+        seam: Seam,
+        name: &'a str,
+        tool: Option<&'a ToolDef>,
+        arguments: Value,
+        context: &'a AuthContext,
+    ) -> Self {
+        Self::new(seam, name, tool, ArgsSource::Value(arguments), context)
+    }
+
+    /// Which seam asks.
+    pub fn seam(&self) -> Seam {
+        self.seam
+    }
+
+    /// The tool's name (tool seam) or the method (read seam).
+    pub fn name(&self) -> &str {
+        self.name
+    }
+
+    /// The tool's definition, when the tool exists (tool seam only).
+    pub fn tool(&self) -> Option<&ToolDef> {
+        self.tool
+    }
+
+    /// Whether the tool is sensitive (destructive or marked sensitive).
+    pub fn is_sensitive(&self) -> bool {
+        self.tool.is_some_and(ToolDef::is_sensitive)
+    }
+
+    /// The arguments: the tool's arguments, or on the read seam `{}`, `{"uri"}`,
+    /// `{"name","arguments"}` or `{"ref"}` by method. Parsed on first use.
+    pub fn arguments(&self) -> &Value {
+        self.parsed.get_or_init(|| match &self.args {
+            ArgsSource::Raw(raw) => serde_json::from_str(raw).unwrap_or(Value::Null),
+            ArgsSource::Value(v) => v.clone(),
+        })
+    }
+
+    /// Who asks.
+    pub fn context(&self) -> &AuthContext {
+        self.context
+    }
+
+    /// An owned copy, for async policies.
+    pub fn to_owned_request(&self) -> OwnedAuthRequest {
+        OwnedAuthRequest {
+            seam: self.seam,
+            name: self.name.to_owned(),
+            sensitive: self.is_sensitive(),
+            arguments: self.arguments().clone(),
+            context: self.context.clone(),
+        }
+    }
+}
+
+/// An owned [`AuthRequest`], handed to async policies.
+#[derive(Clone, Debug)]
+pub struct OwnedAuthRequest {
+    /// Which seam asks.
+    pub seam: Seam,
+    /// The tool's name or the method.
+    pub name: String,
+    /// Whether the tool is sensitive.
+    pub sensitive: bool,
+    /// The arguments.
+    pub arguments: Value,
+    /// Who asks.
+    pub context: AuthContext,
+}
+
+/// A decision now, or one that needs to wait (a policy service, a database).
+pub enum Verdict<'a> {
+    /// Decided.
+    Now(Decision),
+    /// Decided when the future completes.
+    Later(Pin<Box<dyn Future<Output = Decision> + Send + 'a>>),
+}
+
+impl From<Decision> for Verdict<'_> {
+    fn from(d: Decision) -> Self {
+        Verdict::Now(d)
+    }
+}
+
+/// A policy. Use the built-ins ([`allow_all`], [`deny_all`], [`allowlist`],
+/// [`ask_before_sensitive`]) or wrap a closure with [`policy`] / [`policy_async`].
+pub trait Authorizer: Send + Sync + 'static {
+    /// Decides one request.
+    fn decide<'a>(&'a self, request: &'a AuthRequest<'a>) -> Verdict<'a>;
+}
+
+impl<A: Authorizer + ?Sized> Authorizer for Arc<A> {
+    fn decide<'a>(&'a self, request: &'a AuthRequest<'a>) -> Verdict<'a> {
+        (**self).decide(request)
+    }
+}
+
+impl<A: Authorizer + ?Sized> Authorizer for Box<A> {
+    fn decide<'a>(&'a self, request: &'a AuthRequest<'a>) -> Verdict<'a> {
+        (**self).decide(request)
+    }
+}
+
+/// Whether an authorizer was chosen by a person or stood in as a framework fallback.
+/// Network transports only boot when it was chosen: a restrictive fallback must not count
+/// as a decision nobody made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AuthorizerSource {
+    /// A caller chose the authorizer.
+    Configured,
+    /// A framework fallback; the default, so a forgetful embedder fails closed.
+    #[default]
+    Default,
+}
+
+/// Runs an authorizer with containment: a panic becomes `authorizer_failed`, a blank `Ask`
+/// becomes `authorizer_contract_violation`, a stall past `timeout` becomes
+/// `authorizer_timeout`. Never panics, never hangs.
+pub(crate) async fn safe_decide(
+    authorizer: &dyn Authorizer,
+    request: &AuthRequest<'_>,
+    timeout: Duration,
+) -> Decision {
+    let verdict = std::panic::catch_unwind(AssertUnwindSafe(|| authorizer.decide(request)));
+    let decision = match verdict {
+        Err(_) => {
+            tracing::error!(target: "mcp::auth", seam = request.seam.as_str(), name = request.name, "authorizer panicked; denying");
+            return Decision::deny(reasons::AUTHORIZER_FAILED);
+        }
+        Ok(Verdict::Now(d)) => d,
+        Ok(Verdict::Later(fut)) => {
+            match tokio::time::timeout(timeout, AssertUnwindSafe(fut).catch_unwind()).await {
+                Ok(Ok(d)) => d,
+                Ok(Err(_)) => {
+                    tracing::error!(target: "mcp::auth", seam = request.seam.as_str(), name = request.name, "authorizer panicked; denying");
+                    return Decision::deny(reasons::AUTHORIZER_FAILED);
+                }
+                Err(_) => {
+                    tracing::error!(target: "mcp::auth", seam = request.seam.as_str(), name = request.name, "authorizer timed out; denying");
+                    return Decision::deny(reasons::AUTHORIZER_TIMEOUT);
+                }
+            }
+        }
+    };
+    match decision {
+        Decision::Ask(prompt) if prompt.trim().is_empty() => {
+            tracing::error!(target: "mcp::auth", name = request.name, "authorizer asked a blank question; denying");
+            Decision::deny(reasons::AUTHORIZER_CONTRACT_VIOLATION)
+        }
+        d => d,
+    }
+}
+
+/// The tool-seam deny: an `isError` result whose text is a JSON object
+/// `{error: "authorization_required", tool, decision, detail}` that a model (or a host) can
+/// parse.
+pub fn tool_denied(tool: &str, decision: &str, detail: &str) -> CallToolResult {
+    let payload = serde_json::json!({
+        "error": "authorization_required",
+        "tool": tool,
+        "decision": decision,
+        "detail": detail,
+    });
+    CallToolResult::error(payload.to_string())
+}
+
+/// The read-seam deny: JSON-RPC error -32090 with `data {error, method, detail}`.
+pub fn read_denied(method: &str, detail: &str) -> ErrorObject {
+    ErrorObject::new(
+        codes::AUTHORIZATION_REQUIRED,
+        format!("authorization_required: {method}"),
+    )
+    .with_data(serde_json::json!({
+        "error": "authorization_required",
+        "method": method,
+        "detail": detail,
+    }))
+}

@@ -1,0 +1,115 @@
+//! Asking the client: requests the server sends (`elicitation/create`, `sampling/createMessage`,
+//! `roots/list`), parked until their answer arrives, and the authorizer's Ask flow built on
+//! them.
+//!
+//! Every parked request is keyed by an unguessable id and owned by one connection: only
+//! that connection's answer is looked up, so an answer from anyone else is indistinguishable
+//! from an unknown id and is silently ignored. Removal from the map is the single point of
+//! closure, so each request is closed exactly once: by its answer, by its timeout, or by its
+//! connection going away.
+
+mod approval;
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+
+pub(crate) use approval::{Approval, ask_approval};
+
+use crate::protocol::jsonrpc::encode_request;
+use crate::protocol::{ErrorObject, RequestId, Response};
+use crate::server::{ConnState, Outbound};
+
+/// Why a request to the client produced no answer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClientRequestError {
+    /// The client did not declare the capability, or there is no channel to reach it.
+    NotSupported,
+    /// The connection went away before an answer arrived.
+    Disconnected,
+    /// No answer within the timeout.
+    Timeout,
+    /// The client answered with an error.
+    Rejected(ErrorObject),
+    /// The client's answer did not have the expected shape.
+    Malformed(String),
+}
+
+impl fmt::Display for ClientRequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientRequestError::NotSupported => {
+                f.write_str("the client cannot be asked (capability not declared or no channel)")
+            }
+            ClientRequestError::Disconnected => f.write_str("the client disconnected"),
+            ClientRequestError::Timeout => f.write_str("the client did not answer in time"),
+            ClientRequestError::Rejected(e) => write!(f, "the client refused: {}", e.message),
+            ClientRequestError::Malformed(m) => write!(f, "the client's answer was malformed: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientRequestError {}
+
+/// Sends a request to the client over `sink` and waits for its answer.
+pub(crate) async fn request_client<P: Serialize>(
+    conn: &ConnState,
+    sink: &Outbound,
+    kind: &str,
+    method: &str,
+    params: &P,
+    timeout: Duration,
+) -> Result<Box<RawValue>, ClientRequestError> {
+    let id = format!("mcp-{kind}-{}", crate::util::random_token(12));
+    let (tx, rx) = oneshot::channel();
+    conn.pending.lock().insert(id.clone(), tx);
+    let frame = encode_request(&RequestId::from(id.as_str()), method, params);
+    if conn.closed.is_cancelled() || !sink.send(frame).await {
+        conn.pending.lock().remove(&id);
+        return Err(ClientRequestError::Disconnected);
+    }
+    let mut rx = rx;
+    let outcome = tokio::select! {
+        answer = &mut rx => Some(answer),
+        _ = tokio::time::sleep(timeout) => None,
+    };
+    match outcome {
+        Some(Ok(Ok(result))) => Ok(result),
+        Some(Ok(Err(error))) => Err(ClientRequestError::Rejected(error)),
+        Some(Err(_)) => Err(ClientRequestError::Disconnected),
+        None => {
+            // Whoever removes the entry closes the request. If the answer won the race it
+            // is already in the channel, and it counts.
+            if conn.pending.lock().remove(&id).is_some() {
+                Err(ClientRequestError::Timeout)
+            } else {
+                match rx.try_recv() {
+                    Ok(Ok(result)) => Ok(result),
+                    Ok(Err(error)) => Err(ClientRequestError::Rejected(error)),
+                    Err(_) => Err(ClientRequestError::Timeout),
+                }
+            }
+        }
+    }
+}
+
+/// Routes an answer to the request it belongs to, if this connection owns one with that
+/// id. Anything else (unknown id, another connection's id, a late answer) is dropped.
+pub(crate) fn deliver(conn: &ConnState, response: Response) {
+    let RequestId::String(id) = &response.id else {
+        tracing::debug!(target: "mcp::elicit", conn_id = %conn.id, "ignoring a response to an id the server never sent");
+        return;
+    };
+    let waiter = conn.pending.lock().remove(&**id);
+    match waiter {
+        Some(tx) => {
+            let _ = tx.send(response.outcome);
+        }
+        None => {
+            tracing::debug!(target: "mcp::elicit", conn_id = %conn.id, "ignoring a stray response");
+        }
+    }
+}

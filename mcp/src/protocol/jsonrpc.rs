@@ -1,0 +1,594 @@
+//! The JSON-RPC 2.0 envelope: ids, messages, errors, and the decoder that turns a line of
+//! bytes into a [`Message`] or a precise reason why it is not one.
+//!
+//! Params and results stay as [`RawValue`] until a handler knows what type it wants, so a
+//! request is parsed once, straight into its typed params, with no intermediate `Value` tree.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::io::Write as _;
+use std::sync::Arc;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// A JSON-RPC request id: an integer or a string, echoed back with its type preserved.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum RequestId {
+    /// An integer id.
+    Number(i64),
+    /// A string id.
+    String(Arc<str>),
+}
+
+impl RequestId {
+    /// Writes the id as JSON into `out`.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            RequestId::Number(n) => {
+                let _ = write!(out, "{n}");
+            }
+            RequestId::String(s) => {
+                // serde_json escapes exactly as JSON requires; writing to a Vec cannot fail.
+                let _ = serde_json::to_writer(&mut *out, &**s);
+            }
+        }
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+impl From<i64> for RequestId {
+    fn from(n: i64) -> Self {
+        RequestId::Number(n)
+    }
+}
+
+impl From<&str> for RequestId {
+    fn from(s: &str) -> Self {
+        RequestId::String(Arc::from(s))
+    }
+}
+
+impl From<String> for RequestId {
+    fn from(s: String) -> Self {
+        RequestId::String(Arc::from(s))
+    }
+}
+
+impl Serialize for RequestId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RequestId::Number(n) => serializer.serialize_i64(*n),
+            RequestId::String(s) => serializer.serialize_str(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct IdVisitor;
+        impl Visitor<'_> for IdVisitor {
+            type Value = RequestId;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an integer or a string")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RequestId, E> {
+                Ok(RequestId::Number(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RequestId, E> {
+                i64::try_from(v)
+                    .map(RequestId::Number)
+                    .map_err(|_| E::custom("integer id out of range"))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RequestId, E> {
+                Ok(RequestId::String(Arc::from(v)))
+            }
+        }
+        deserializer.deserialize_any(IdVisitor)
+    }
+}
+
+/// Standard and MCP-specific JSON-RPC error codes.
+pub mod codes {
+    /// Invalid JSON was received.
+    pub const PARSE_ERROR: i32 = -32700;
+    /// The JSON sent is not a valid request object.
+    pub const INVALID_REQUEST: i32 = -32600;
+    /// The method does not exist or is not offered by this server.
+    pub const METHOD_NOT_FOUND: i32 = -32601;
+    /// Invalid method parameters.
+    pub const INVALID_PARAMS: i32 = -32602;
+    /// Internal error.
+    pub const INTERNAL_ERROR: i32 = -32603;
+    /// Resource not found (handshake era only).
+    pub const RESOURCE_NOT_FOUND: i32 = -32002;
+    /// HTTP headers disagree with the body (2026-07-28).
+    pub const HEADER_MISMATCH: i32 = -32020;
+    /// The request needs a client capability it did not declare (2026-07-28).
+    pub const MISSING_CLIENT_CAPABILITY: i32 = -32021;
+    /// The requested protocol version is not supported (2026-07-28).
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32022;
+    /// A read-seam authorization deny. Chosen outside the SDK-reserved -32000..-32002 so
+    /// clients do not mistake it for a retryable condition.
+    pub const AUTHORIZATION_REQUIRED: i32 = -32090;
+}
+
+/// A JSON-RPC error object.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// The error code (see [`codes`]).
+    pub code: i32,
+    /// A short, one-sentence description.
+    pub message: Cow<'static, str>,
+    /// Structured detail, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl ErrorObject {
+    /// An error with a code and a message.
+    pub fn new(code: i32, message: impl Into<Cow<'static, str>>) -> Self {
+        ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// Attaches structured detail.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// -32700.
+    pub fn parse_error(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(codes::PARSE_ERROR, message)
+    }
+
+    /// -32600.
+    pub fn invalid_request(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(codes::INVALID_REQUEST, message)
+    }
+
+    /// -32601.
+    pub fn method_not_found(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(codes::METHOD_NOT_FOUND, message)
+    }
+
+    /// -32602.
+    pub fn invalid_params(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(codes::INVALID_PARAMS, message)
+    }
+
+    /// -32603.
+    pub fn internal(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(codes::INTERNAL_ERROR, message)
+    }
+}
+
+impl fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
+impl std::error::Error for ErrorObject {}
+
+/// A request: it carries an id and expects exactly one response.
+#[derive(Debug)]
+pub struct Request {
+    /// The id to echo in the response.
+    pub id: RequestId,
+    /// The method name.
+    pub method: String,
+    /// The raw params, parsed later into the method's own type.
+    pub params: Option<Box<RawValue>>,
+}
+
+/// A notification: no id, never answered.
+#[derive(Debug)]
+pub struct Notification {
+    /// The method name.
+    pub method: String,
+    /// The raw params.
+    pub params: Option<Box<RawValue>>,
+}
+
+/// A response to a request the server sent (elicitation, sampling, roots).
+#[derive(Debug)]
+pub struct Response {
+    /// The id of the server's request this answers.
+    pub id: RequestId,
+    /// The result, or the client's error.
+    pub outcome: Result<Box<RawValue>, ErrorObject>,
+}
+
+/// One decoded JSON-RPC message.
+#[derive(Debug)]
+pub enum Message {
+    /// A request.
+    Request(Request),
+    /// A notification.
+    Notification(Notification),
+    /// A response to one of the server's own requests.
+    Response(Response),
+}
+
+impl Message {
+    /// Builds a request from a method and JSON params; handy in tests and clients.
+    pub fn request(id: impl Into<RequestId>, method: &str, params: Value) -> Message {
+        Message::Request(Request {
+            id: id.into(),
+            method: method.to_owned(),
+            params: Some(to_raw(&params)),
+        })
+    }
+
+    /// Builds a notification from a method and JSON params.
+    pub fn notification(method: &str, params: Option<Value>) -> Message {
+        Message::Notification(Notification {
+            method: method.to_owned(),
+            params: params.map(|p| to_raw(&p)),
+        })
+    }
+}
+
+/// Serializes any value into a boxed [`RawValue`].
+pub fn to_raw<T: Serialize + ?Sized>(value: &T) -> Box<RawValue> {
+    // Serializing our own protocol types into JSON cannot fail: they hold no maps with
+    // non-string keys and no non-finite floats produced by us.
+    serde_json::value::to_raw_value(value)
+        .unwrap_or_else(|_| RawValue::from_string("null".to_owned()).expect("null is valid JSON"))
+}
+
+/// Why a line of input is not a usable message. Each maps to the error the server answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DecodeError {
+    /// Not JSON at all: -32700, no id.
+    Parse(String),
+    /// JSON, but not a JSON-RPC message: -32600, with the id when it could be read.
+    Invalid {
+        /// The id, if the message had a readable one.
+        id: Option<RequestId>,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl DecodeError {
+    /// The error object to answer with.
+    pub fn to_error(&self) -> ErrorObject {
+        match self {
+            DecodeError::Parse(reason) => {
+                ErrorObject::parse_error(format!("Parse error: {reason}"))
+            }
+            DecodeError::Invalid { reason, .. } => {
+                ErrorObject::invalid_request(format!("Invalid request: {reason}"))
+            }
+        }
+    }
+
+    /// The id to answer with, if any.
+    pub fn id(&self) -> Option<&RequestId> {
+        match self {
+            DecodeError::Parse(_) => None,
+            DecodeError::Invalid { id, .. } => id.as_ref(),
+        }
+    }
+}
+
+/// The result of decoding one frame: one message, or a batch (a JSON array).
+#[derive(Debug)]
+pub enum Incoming {
+    /// A single message.
+    Single(Result<Message, DecodeError>),
+    /// A batch; each element decoded on its own.
+    Batch(Vec<Result<Message, DecodeError>>),
+}
+
+/// The envelope as it appears on the wire, before its shape is judged.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    jsonrpc: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Box<RawValue>>,
+    #[serde(default)]
+    method: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Box<RawValue>>,
+}
+
+/// Keeps an explicit `null` as `Some("null")` so "absent" and "null" stay distinct.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
+}
+
+/// Decodes one frame (a line on stdio, a body on HTTP).
+pub fn decode(bytes: &[u8]) -> Incoming {
+    let trimmed = bytes.trim_ascii();
+    if trimmed.first() == Some(&b'[') {
+        let items: Vec<Box<RawValue>> = match serde_json::from_slice(trimmed) {
+            Ok(items) => items,
+            Err(e) => return Incoming::Single(Err(DecodeError::Parse(strip_position(&e)))),
+        };
+        if items.is_empty() {
+            return Incoming::Single(Err(DecodeError::Invalid {
+                id: None,
+                reason: "empty batch".into(),
+            }));
+        }
+        return Incoming::Batch(
+            items
+                .iter()
+                .map(|raw| decode_object(raw.get().as_bytes()))
+                .collect(),
+        );
+    }
+    Incoming::Single(decode_object(trimmed))
+}
+
+/// serde_json appends " at line L column C" to its messages; a client (or a model) gains
+/// nothing from a position inside a one-line frame, so it is dropped.
+pub(crate) fn strip_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&suffix) {
+        Some(stripped) => stripped.to_owned(),
+        None => text,
+    }
+}
+
+fn decode_object(bytes: &[u8]) -> Result<Message, DecodeError> {
+    let env: Envelope = match serde_json::from_slice(bytes) {
+        Ok(env) => env,
+        Err(e) if e.is_syntax() || e.is_eof() => {
+            return Err(DecodeError::Parse(strip_position(&e)));
+        }
+        Err(_) => {
+            return Err(DecodeError::Invalid {
+                id: None,
+                reason: "a JSON-RPC message must be a JSON object".into(),
+            });
+        }
+    };
+    let id = match &env.id {
+        None => None,
+        Some(raw) => match serde_json::from_str::<RequestId>(raw.get()) {
+            Ok(id) => Some(id),
+            Err(_) => {
+                return Err(DecodeError::Invalid {
+                    id: None,
+                    reason: "id must be an integer or a string".into(),
+                });
+            }
+        },
+    };
+    let invalid = |reason: &str| DecodeError::Invalid {
+        id: id.clone(),
+        reason: reason.to_owned(),
+    };
+    match env.jsonrpc.as_deref().map(RawValue::get) {
+        Some("\"2.0\"") => {}
+        Some(_) => return Err(invalid("jsonrpc must be \"2.0\"")),
+        None => return Err(invalid("missing jsonrpc version")),
+    }
+    let params = match env.params {
+        Some(raw) if raw.get() == "null" => None,
+        Some(raw) => {
+            let first = raw.get().as_bytes().first().copied();
+            if first != Some(b'{') && first != Some(b'[') {
+                return Err(invalid("params must be an object or an array"));
+            }
+            Some(raw)
+        }
+        None => None,
+    };
+    if let Some(method) = env.method {
+        let method: String =
+            serde_json::from_str(method.get()).map_err(|_| invalid("method must be a string"))?;
+        if env.result.is_some() || env.error.is_some() {
+            return Err(invalid("a request cannot carry a result or an error"));
+        }
+        return Ok(match id {
+            Some(id) => Message::Request(Request { id, method, params }),
+            None => Message::Notification(Notification { method, params }),
+        });
+    }
+    match (id, env.result, env.error) {
+        (Some(id), Some(result), None) => Ok(Message::Response(Response {
+            id,
+            outcome: Ok(result),
+        })),
+        (Some(id), None, Some(error)) => {
+            let error = serde_json::from_str::<ErrorObject>(error.get()).unwrap_or_else(|_| {
+                ErrorObject::new(codes::INTERNAL_ERROR, "malformed error object")
+            });
+            Ok(Message::Response(Response {
+                id,
+                outcome: Err(error),
+            }))
+        }
+        (Some(id), None, None) => Err(DecodeError::Invalid {
+            id: Some(id),
+            reason: "Missing method".into(),
+        }),
+        (id, _, _) => Err(DecodeError::Invalid {
+            id,
+            reason: "not a request, notification or response".into(),
+        }),
+    }
+}
+
+/// Encodes a success response.
+pub fn encode_result(id: &RequestId, result: &RawValue) -> String {
+    let mut out = Vec::with_capacity(result.get().len() + 40);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    id.write_json(&mut out);
+    out.extend_from_slice(br#","result":"#);
+    out.extend_from_slice(result.get().as_bytes());
+    out.push(b'}');
+    // Built only from valid JSON pieces.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Encodes an error response. Without an id (the request's id could not be read) the `id`
+/// member is omitted, as the 2025-11-25 schema prescribes.
+pub fn encode_error(id: Option<&RequestId>, error: &ErrorObject) -> String {
+    let mut out = Vec::with_capacity(96);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","#);
+    if let Some(id) = id {
+        out.extend_from_slice(br#""id":"#);
+        id.write_json(&mut out);
+        out.push(b',');
+    }
+    out.extend_from_slice(br#""error":"#);
+    let _ = serde_json::to_writer(&mut out, error);
+    out.push(b'}');
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Encodes a notification.
+pub fn encode_notification<P: Serialize + ?Sized>(method: &str, params: Option<&P>) -> String {
+    #[derive(Serialize)]
+    struct Out<'a, P: ?Sized> {
+        jsonrpc: &'static str,
+        method: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        params: Option<&'a P>,
+    }
+    serde_json::to_string(&Out {
+        jsonrpc: "2.0",
+        method,
+        params,
+    })
+    .unwrap_or_default()
+}
+
+/// Encodes a request sent by the server (elicitation, sampling, roots).
+pub fn encode_request<P: Serialize + ?Sized>(id: &RequestId, method: &str, params: &P) -> String {
+    #[derive(Serialize)]
+    struct Out<'a, P: ?Sized> {
+        jsonrpc: &'static str,
+        id: &'a RequestId,
+        method: &'a str,
+        params: &'a P,
+    }
+    serde_json::to_string(&Out {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })
+    .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn single(line: &str) -> Result<Message, DecodeError> {
+        match decode(line.as_bytes()) {
+            Incoming::Single(m) => m,
+            Incoming::Batch(_) => panic!("unexpected batch"),
+        }
+    }
+
+    #[test]
+    fn decodes_a_request_and_keeps_the_id_type() {
+        let Ok(Message::Request(r)) = single(r#"{"jsonrpc":"2.0","id":"7","method":"ping"}"#)
+        else {
+            panic!("not a request");
+        };
+        assert_eq!(r.id, RequestId::from("7"));
+        let Ok(Message::Request(r)) = single(r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#) else {
+            panic!("not a request");
+        };
+        assert_eq!(r.id, RequestId::Number(7));
+    }
+
+    #[test]
+    fn invalid_json_is_a_parse_error_without_position() {
+        let err = single("{not json").unwrap_err();
+        let DecodeError::Parse(reason) = &err else {
+            panic!("{err:?}")
+        };
+        assert!(!reason.contains("line"), "{reason}");
+        assert_eq!(err.to_error().code, codes::PARSE_ERROR);
+    }
+
+    #[test]
+    fn shapes_that_are_not_messages_are_invalid_requests() {
+        for line in [
+            "{}",
+            "42",
+            r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#,
+        ] {
+            let err = single(line).unwrap_err();
+            assert_eq!(err.to_error().code, codes::INVALID_REQUEST, "{line}");
+        }
+    }
+
+    #[test]
+    fn an_id_without_a_method_is_missing_method() {
+        let err = single(r#"{"jsonrpc":"2.0","id":3}"#).unwrap_err();
+        assert_eq!(err.id(), Some(&RequestId::Number(3)));
+        assert!(err.to_error().message.contains("Missing method"));
+    }
+
+    #[test]
+    fn responses_and_errors_decode() {
+        let Ok(Message::Response(r)) = single(r#"{"jsonrpc":"2.0","id":"e1","result":{"a":1}}"#)
+        else {
+            panic!()
+        };
+        assert!(r.outcome.is_ok());
+        let Ok(Message::Response(r)) =
+            single(r#"{"jsonrpc":"2.0","id":"e1","error":{"code":-1,"message":"no"}}"#)
+        else {
+            panic!()
+        };
+        assert_eq!(r.outcome.unwrap_err().code, -1);
+    }
+
+    #[test]
+    fn batches_decode_element_by_element() {
+        let Incoming::Batch(items) = decode(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}, 5]"#)
+        else {
+            panic!()
+        };
+        assert!(items[0].is_ok());
+        assert!(items[1].is_err());
+    }
+
+    #[test]
+    fn encoders_produce_compact_json() {
+        let raw = to_raw(&serde_json::json!({"x": "a\nb"}));
+        let line = encode_result(&RequestId::from("q\""), &raw);
+        assert!(!line.contains('\n'));
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["id"], "q\"");
+        let line = encode_error(None, &ErrorObject::parse_error("bad"));
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert!(v.get("id").is_none());
+    }
+}

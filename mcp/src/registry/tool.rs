@@ -1,0 +1,415 @@
+//! Tool definitions: the listing a client sees, the handler that runs, and the validation
+//! applied when a tool is registered.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::BoxFuture;
+use super::arguments::ToolArgs;
+use super::output::IntoToolResult;
+use crate::context::Ctx;
+use crate::protocol::{CallToolResult, Icon, Tool, ToolAnnotations};
+
+/// Runs a tool. Implemented for closures `Fn(Ctx, ToolArgs) -> impl Future<Output = R>`
+/// where `R` converts into a tool result; the macros generate implementations too.
+pub trait ToolHandler: Send + Sync + 'static {
+    /// Runs one call.
+    fn call(&self, ctx: Ctx, args: ToolArgs) -> BoxFuture<CallToolResult>;
+}
+
+impl<F, Fut, R> ToolHandler for F
+where
+    F: Fn(Ctx, ToolArgs) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: IntoToolResult,
+{
+    fn call(&self, ctx: Ctx, args: ToolArgs) -> BoxFuture<CallToolResult> {
+        let fut = self(ctx, args);
+        Box::pin(async move { fut.await.into_tool_result() })
+    }
+}
+
+/// A tool: its wire definition, its handler, and what the framework needs to guard it.
+#[derive(Clone)]
+pub struct ToolDef {
+    pub(crate) tool: Tool,
+    pub(crate) schema: Arc<Value>,
+    pub(crate) sensitive: bool,
+    pub(crate) scopes: Vec<String>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) handler: Arc<dyn ToolHandler>,
+}
+
+impl fmt::Debug for ToolDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolDef")
+            .field("tool", &self.tool)
+            .field("sensitive", &self.sensitive)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolDef {
+    /// A tool with a name, a description for the model, a JSON Schema for its arguments
+    /// (an object schema, kept verbatim) and a handler.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        handler: impl ToolHandler,
+    ) -> Self {
+        let schema = Arc::new(input_schema);
+        ToolDef {
+            tool: Tool {
+                name: name.into(),
+                title: None,
+                description: Some(description.into()),
+                input_schema: (*schema).clone(),
+                output_schema: None,
+                annotations: None,
+                icons: None,
+                execution: None,
+                meta: None,
+            },
+            schema,
+            sensitive: false,
+            scopes: Vec::new(),
+            timeout: None,
+            handler: Arc::new(handler),
+        }
+    }
+
+    /// A tool whose arguments decode into `A`; the input schema is generated from `A`
+    /// (schemars, JSON Schema 2020-12). Bad arguments become an `isError` result that names
+    /// the argument, the expected type and what was sent.
+    ///
+    /// ```
+    /// use mcp::registry::ToolDef;
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Add { a: i64, b: i64 }
+    /// let add = ToolDef::from_fn("add", "Adds two integers.", |_ctx, args: Add| async move {
+    ///     args.a + args.b
+    /// });
+    /// assert_eq!(add.name(), "add");
+    /// ```
+    pub fn from_fn<A, F, Fut, R>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        f: F,
+    ) -> Self
+    where
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoToolResult,
+    {
+        let schema = input_schema_for::<A>();
+        let f = Arc::new(f);
+        ToolDef::new(
+            name,
+            description,
+            schema,
+            move |ctx: Ctx, args: ToolArgs| {
+                let f = Arc::clone(&f);
+                async move {
+                    match args.parse::<A>() {
+                        Ok(a) => f(ctx, a).await.into_tool_result(),
+                        Err(e) => CallToolResult::error(e.to_string()),
+                    }
+                }
+            },
+        )
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.tool.name
+    }
+
+    /// The wire definition as `tools/list` shows it.
+    pub fn tool(&self) -> &Tool {
+        &self.tool
+    }
+
+    /// The input schema.
+    pub fn input_schema(&self) -> &Arc<Value> {
+        &self.schema
+    }
+
+    /// Sets a display title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.tool.title = Some(title.into());
+        self
+    }
+
+    /// Sets the output schema (the shape of `structuredContent`).
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.tool.output_schema = Some(schema);
+        self
+    }
+
+    /// Sets the output schema from a type.
+    pub fn output_type<T: schemars::JsonSchema>(self) -> Self {
+        self.output_schema(serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default())
+    }
+
+    /// Replaces the annotations.
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.tool.annotations = Some(annotations);
+        self
+    }
+
+    fn annotations_mut(&mut self) -> &mut ToolAnnotations {
+        self.tool.annotations.get_or_insert_with(Default::default)
+    }
+
+    /// Marks the tool read-only (`readOnlyHint: true`).
+    pub fn read_only(mut self) -> Self {
+        self.annotations_mut().read_only_hint = Some(true);
+        self
+    }
+
+    /// Marks the tool destructive (`destructiveHint: true`), which makes it sensitive: it
+    /// will not be served without an authorizer.
+    pub fn destructive(mut self) -> Self {
+        self.annotations_mut().destructive_hint = Some(true);
+        self
+    }
+
+    /// Marks the tool idempotent (`idempotentHint: true`).
+    pub fn idempotent(mut self) -> Self {
+        self.annotations_mut().idempotent_hint = Some(true);
+        self
+    }
+
+    /// Marks the tool as reaching an open world (`openWorldHint: true`).
+    pub fn open_world(mut self) -> Self {
+        self.annotations_mut().open_world_hint = Some(true);
+        self
+    }
+
+    /// Marks the tool sensitive without calling it destructive: it will not be served without
+    /// an authorizer.
+    pub fn sensitive(mut self) -> Self {
+        self.sensitive = true;
+        self
+    }
+
+    /// Sets icons.
+    pub fn icons(mut self, icons: Vec<Icon>) -> Self {
+        self.tool.icons = Some(icons);
+        self
+    }
+
+    /// Sets `_meta` on the definition.
+    pub fn meta(mut self, meta: crate::protocol::Meta) -> Self {
+        self.tool.meta = Some(meta);
+        self
+    }
+
+    /// Requires these OAuth scopes of the caller (checked in the tool seam).
+    pub fn scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The OAuth scopes this tool requires.
+    pub fn required_scopes(&self) -> &[String] {
+        &self.scopes
+    }
+
+    /// Overrides the server's per-call timeout for this tool.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Whether the tool must not be served without an authorizer: `destructiveHint` is
+    /// literally `true`, or the tool was marked sensitive (builder, macro, or an annotation
+    /// member `"sensitive": true`). One-directional: `readOnlyHint` or `destructiveHint:
+    /// false` never exempt a tool marked sensitive.
+    pub fn is_sensitive(&self) -> bool {
+        if self.sensitive {
+            return true;
+        }
+        match &self.tool.annotations {
+            Some(a) => {
+                a.destructive_hint == Some(true)
+                    || a.other.get("sensitive") == Some(&Value::Bool(true))
+            }
+            None => false,
+        }
+    }
+
+    /// Checks the definition, collecting every problem in a fixed order.
+    pub fn validate(&self) -> Result<(), ToolDefError> {
+        let mut problems = Vec::new();
+        if let Err(p) = validate_tool_name(&self.tool.name) {
+            problems.push(p);
+        }
+        if self
+            .tool
+            .description
+            .as_deref()
+            .is_none_or(|d| d.trim().is_empty())
+        {
+            problems.push(ToolProblem::MissingDescription);
+        }
+        if let Err(reason) = object_root(&self.tool.input_schema) {
+            problems.push(ToolProblem::InvalidInputSchema(reason));
+        }
+        if let Some(out) = &self.tool.output_schema
+            && !out.is_object()
+        {
+            problems.push(ToolProblem::InvalidOutputSchema(
+                "an output schema must be a JSON object".into(),
+            ));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ToolDefError {
+                tool: self.tool.name.clone(),
+                problems,
+            })
+        }
+    }
+}
+
+/// The input schema generated for an argument type: schemars' 2020-12 output with an
+/// object root. A type with no fields gets `additionalProperties: false`, as the spec
+/// recommends for tools without arguments.
+pub fn input_schema_for<A: schemars::JsonSchema>() -> Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(A)).unwrap_or_default();
+    if let Value::Object(map) = &mut schema {
+        map.entry("type")
+            .or_insert_with(|| Value::String("object".into()));
+        // The dialect is the protocol's default (2020-12); some hosts choke on `$schema`.
+        map.remove("$schema");
+        map.remove("title");
+        let no_properties = map
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_none_or(|p| p.is_empty());
+        if no_properties {
+            map.entry("additionalProperties")
+                .or_insert(Value::Bool(false));
+        }
+    }
+    schema
+}
+
+fn object_root(schema: &Value) -> Result<(), String> {
+    match schema {
+        Value::Object(map) => match map.get("type") {
+            Some(Value::String(t)) if t == "object" => Ok(()),
+            Some(other) => Err(format!(
+                "the root must have \"type\": \"object\", not {other}"
+            )),
+            None => Err("the root must have \"type\": \"object\"".into()),
+        },
+        _ => Err("the input schema must be a JSON object".into()),
+    }
+}
+
+/// Checks a tool name: 1 to 128 characters of `A-Z a-z 0-9 _ - .`.
+pub fn validate_tool_name(name: &str) -> Result<(), ToolProblem> {
+    if name.is_empty() {
+        return Err(ToolProblem::MissingName);
+    }
+    if name.len() > 128 {
+        return Err(ToolProblem::InvalidName(format!(
+            "{} characters; at most 128 are allowed",
+            name.len()
+        )));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    {
+        return Err(ToolProblem::InvalidName(format!(
+            "{bad:?} is not allowed; use only A-Z, a-z, 0-9, '_', '-' and '.'"
+        )));
+    }
+    Ok(())
+}
+
+/// One problem with a tool definition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolProblem {
+    /// The name is empty.
+    MissingName,
+    /// The name breaks the naming rule.
+    InvalidName(String),
+    /// The description is missing or blank.
+    MissingDescription,
+    /// The input schema is not an object schema.
+    InvalidInputSchema(String),
+    /// The output schema is not a JSON object.
+    InvalidOutputSchema(String),
+}
+
+impl fmt::Display for ToolProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolProblem::MissingName => f.write_str("missing name"),
+            ToolProblem::InvalidName(r) => write!(f, "invalid name: {r}"),
+            ToolProblem::MissingDescription => {
+                f.write_str("missing description (the model needs one to know when to call it)")
+            }
+            ToolProblem::InvalidInputSchema(r) => write!(f, "invalid input schema: {r}"),
+            ToolProblem::InvalidOutputSchema(r) => write!(f, "invalid output schema: {r}"),
+        }
+    }
+}
+
+/// Every problem found with one tool definition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolDefError {
+    /// The tool's name as given.
+    pub tool: String,
+    /// The problems, in check order.
+    pub problems: Vec<ToolProblem>,
+}
+
+impl fmt::Display for ToolDefError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "tool {:?}: ", self.tool)?;
+        for (i, p) in self.problems.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ToolDefError {}
+
+/// A serialized listing entry: the definition as JSON, computed once at registration.
+#[derive(Debug)]
+pub(crate) struct Listed<T> {
+    pub(crate) def: T,
+    pub(crate) json: Box<serde_json::value::RawValue>,
+}
+
+impl<T> Listed<T> {
+    pub(crate) fn new<W: Serialize>(def: T, wire: &W) -> Self {
+        Listed {
+            json: crate::protocol::jsonrpc::to_raw(wire),
+            def,
+        }
+    }
+}

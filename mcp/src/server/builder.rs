@@ -1,0 +1,398 @@
+//! Building a [`Server`]: identity, entries, policies and limits, checked before anything
+//! is served.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::connection::{ConnTable, ConnectionEvent, EventHook, Transport};
+use super::{Server, ServerInner};
+use crate::auth::{AuditEvent, AuditSink, Authorizer, AuthorizerSource};
+use crate::protocol::{
+    Empty, Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities,
+};
+use crate::registry::{
+    PromptDef, Registry, RegistryError, ResourceDef, ResourceTemplateDef, ToolDef,
+};
+
+/// Limits and timeouts. Every one has a safe default.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Entries per page of every list (default 100).
+    pub page_size: usize,
+    /// How long a parked elicitation (or sampling / roots request) waits (default 60 s).
+    pub elicitation_timeout: Duration,
+    /// How long a tool, resource or prompt handler may run (default 120 s).
+    pub call_timeout: Duration,
+    /// How long an authorizer may take to decide (default 10 s).
+    pub authorizer_timeout: Duration,
+    /// Handlers running at once, across all connections (default 256). Beyond it a tool call
+    /// gets an `isError` result `server_busy`.
+    pub max_in_flight: usize,
+    /// Connections whose state is kept (default 10 000); beyond it the oldest without a live
+    /// transport is evicted first.
+    pub max_connections: usize,
+    /// Frames queued per connection before messages to a slow reader are dropped (default
+    /// 1024).
+    pub outbound_capacity: usize,
+    /// The largest message accepted, in bytes (default 4 MiB).
+    pub max_message_size: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            page_size: 100,
+            elicitation_timeout: Duration::from_secs(60),
+            call_timeout: Duration::from_secs(120),
+            authorizer_timeout: Duration::from_secs(10),
+            max_in_flight: 256,
+            max_connections: 10_000,
+            outbound_capacity: 1024,
+            max_message_size: 4 * 1024 * 1024,
+        }
+    }
+}
+
+/// Why a server could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BuildError {
+    /// Sensitive tools are registered and no authorizer guards them.
+    SensitiveToolsUnguarded(Vec<String>),
+    /// An entry was refused by the registry.
+    Registry(RegistryError),
+    /// A limit was set to a value that cannot work.
+    InvalidConfig {
+        /// The option.
+        option: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::SensitiveToolsUnguarded(names) => write!(
+                f,
+                "the server refuses to boot: {} sensitive tool(s) ({}) would run without an authorizer. \
+                 Set one with ServerBuilder::authorizer (e.g. mcp::auth::ask_before_sensitive()), or opt out \
+                 explicitly with mcp::auth::allow_all()",
+                names.len(),
+                names.join(", ")
+            ),
+            BuildError::Registry(e) => write!(f, "{e}"),
+            BuildError::InvalidConfig { option, reason } => write!(f, "invalid {option}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+impl From<RegistryError> for BuildError {
+    fn from(e: RegistryError) -> Self {
+        BuildError::Registry(e)
+    }
+}
+
+/// Builds a [`Server`].
+///
+/// ```
+/// use mcp::{Server, registry::ToolDef};
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Add { a: i64, b: i64 }
+/// let server = Server::builder("calc", "1.0.0")
+///     .tool(ToolDef::from_fn("add", "Adds two integers.", |_ctx, x: Add| async move { x.a + x.b }))
+///     .build()
+///     .unwrap();
+/// assert_eq!(server.name(), "calc");
+/// ```
+pub struct ServerBuilder {
+    info: Implementation,
+    instructions: Option<String>,
+    tools: Vec<ToolDef>,
+    resources: Vec<ResourceDef>,
+    templates: Vec<ResourceTemplateDef>,
+    prompts: Vec<PromptDef>,
+    authorizer: Option<Arc<dyn Authorizer>>,
+    authorizer_source: Option<AuthorizerSource>,
+    read_authorizer: Option<Arc<dyn Authorizer>>,
+    transport: Transport,
+    config: ServerConfig,
+    enable_tools: bool,
+    enable_resources: bool,
+    enable_prompts: bool,
+    audit: Option<AuditSink>,
+    on_event: Option<EventHook>,
+}
+
+impl ServerBuilder {
+    pub(crate) fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        ServerBuilder {
+            info: Implementation::new(name, version),
+            instructions: None,
+            tools: Vec::new(),
+            resources: Vec::new(),
+            templates: Vec::new(),
+            prompts: Vec::new(),
+            authorizer: None,
+            authorizer_source: None,
+            read_authorizer: None,
+            transport: Transport::Unknown,
+            config: ServerConfig::default(),
+            enable_tools: false,
+            enable_resources: false,
+            enable_prompts: false,
+            audit: None,
+            on_event: None,
+        }
+    }
+
+    /// Sets a display title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.info.title = Some(title.into());
+        self
+    }
+
+    /// Sets a description of the server.
+    pub fn description(mut self, d: impl Into<String>) -> Self {
+        self.info.description = Some(d.into());
+        self
+    }
+
+    /// Sets the website URL.
+    pub fn website_url(mut self, url: impl Into<String>) -> Self {
+        self.info.website_url = Some(url.into());
+        self
+    }
+
+    /// Sets icons.
+    pub fn icons(mut self, icons: Vec<crate::protocol::Icon>) -> Self {
+        self.info.icons = Some(icons);
+        self
+    }
+
+    /// Sets instructions for the model.
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions = Some(text.into());
+        self
+    }
+
+    /// Adds a tool.
+    pub fn tool(mut self, tool: ToolDef) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Adds tools.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = ToolDef>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// Adds a fixed resource.
+    pub fn resource(mut self, resource: ResourceDef) -> Self {
+        self.resources.push(resource);
+        self
+    }
+
+    /// Adds a resource template.
+    pub fn template(mut self, template: ResourceTemplateDef) -> Self {
+        self.templates.push(template);
+        self
+    }
+
+    /// Adds a prompt.
+    pub fn prompt(mut self, prompt: PromptDef) -> Self {
+        self.prompts.push(prompt);
+        self
+    }
+
+    /// Sets the tool-seam authorizer, chosen by a person ([`AuthorizerSource::Configured`]).
+    pub fn authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
+        self.authorizer_source
+            .get_or_insert(AuthorizerSource::Configured);
+        self
+    }
+
+    /// Sets a framework fallback authorizer ([`AuthorizerSource::Default`]): it guards tools,
+    /// but does not satisfy the network boot guard.
+    pub fn fallback_authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
+        self.authorizer_source = Some(AuthorizerSource::Default);
+        self
+    }
+
+    /// Overrides where the authorizer came from.
+    pub fn authorizer_source(mut self, source: AuthorizerSource) -> Self {
+        self.authorizer_source = Some(source);
+        self
+    }
+
+    /// Sets the read-seam authorizer.
+    pub fn read_authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.read_authorizer = Some(authorizer);
+        self
+    }
+
+    /// Declares the transport of connections that do not declare their own (in-process
+    /// callers); transports declare their own when they attach.
+    pub fn transport(mut self, transport: Transport) -> Self {
+        self.transport = transport;
+        self
+    }
+
+    /// Replaces all limits at once.
+    pub fn config(mut self, config: ServerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Entries per list page.
+    pub fn page_size(mut self, n: usize) -> Self {
+        self.config.page_size = n;
+        self
+    }
+
+    /// How long elicitations and other client requests wait.
+    pub fn elicitation_timeout(mut self, d: Duration) -> Self {
+        self.config.elicitation_timeout = d;
+        self
+    }
+
+    /// How long a handler may run.
+    pub fn call_timeout(mut self, d: Duration) -> Self {
+        self.config.call_timeout = d;
+        self
+    }
+
+    /// How many handlers may run at once.
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.config.max_in_flight = n;
+        self
+    }
+
+    /// How many connections' state is kept.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.config.max_connections = n;
+        self
+    }
+
+    /// The largest message accepted, in bytes.
+    pub fn max_message_size(mut self, n: usize) -> Self {
+        self.config.max_message_size = n;
+        self
+    }
+
+    /// Advertises tools even if none are registered yet (for servers that register later).
+    pub fn enable_tools(mut self) -> Self {
+        self.enable_tools = true;
+        self
+    }
+
+    /// Advertises resources even if none are registered yet.
+    pub fn enable_resources(mut self) -> Self {
+        self.enable_resources = true;
+        self
+    }
+
+    /// Advertises prompts even if none are registered yet.
+    pub fn enable_prompts(mut self) -> Self {
+        self.enable_prompts = true;
+        self
+    }
+
+    /// Receives every authorization decision.
+    pub fn audit(mut self, sink: impl Fn(&AuditEvent) + Send + Sync + 'static) -> Self {
+        self.audit = Some(Arc::new(sink));
+        self
+    }
+
+    /// Receives connection-table events (evictions).
+    pub fn on_connection_event(
+        mut self,
+        hook: impl Fn(&ConnectionEvent) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_event = Some(Arc::new(hook));
+        self
+    }
+
+    /// Checks everything and builds the server. Refuses when a sensitive tool has no
+    /// authorizer, when an entry is invalid or duplicated, or when a limit is zero.
+    pub fn build(self) -> Result<Server, BuildError> {
+        for (option, value) in [
+            ("max_connections", self.config.max_connections),
+            ("max_in_flight", self.config.max_in_flight),
+            ("page_size", self.config.page_size),
+            ("outbound_capacity", self.config.outbound_capacity),
+            ("max_message_size", self.config.max_message_size),
+        ] {
+            if value == 0 {
+                return Err(BuildError::InvalidConfig {
+                    option,
+                    reason: "must be at least 1".into(),
+                });
+            }
+        }
+        if self.authorizer.is_none() {
+            let unguarded: Vec<String> = self
+                .tools
+                .iter()
+                .filter(|t| t.is_sensitive())
+                .map(|t| t.name().to_owned())
+                .collect();
+            if !unguarded.is_empty() {
+                return Err(BuildError::SensitiveToolsUnguarded(unguarded));
+            }
+        }
+        let capabilities = ServerCapabilities {
+            experimental: None,
+            logging: Some(Empty {}),
+            completions: (!self.prompts.is_empty()
+                || !self.templates.is_empty()
+                || !self.tools.is_empty()
+                || self.enable_prompts
+                || self.enable_resources)
+                .then_some(Empty {}),
+            prompts: (self.enable_prompts || !self.prompts.is_empty()).then_some(
+                ListChangedCapability {
+                    list_changed: Some(true),
+                },
+            ),
+            resources: (self.enable_resources
+                || !self.resources.is_empty()
+                || !self.templates.is_empty())
+            .then_some(ResourcesCapability {
+                subscribe: Some(true),
+                list_changed: Some(true),
+            }),
+            tools: (self.enable_tools || !self.tools.is_empty()).then_some(ListChangedCapability {
+                list_changed: Some(true),
+            }),
+            extensions: None,
+        };
+        let registry = Registry::new();
+        registry.register_all(self.tools, self.resources, self.templates, self.prompts)?;
+        let inner = Arc::new(ServerInner {
+            info: self.info,
+            instructions: self.instructions,
+            capabilities,
+            registry,
+            authorizer: self.authorizer,
+            authorizer_source: self.authorizer_source.unwrap_or_default(),
+            read_authorizer: self.read_authorizer,
+            conns: ConnTable::new(self.config.max_connections, self.transport, self.on_event),
+            in_flight: Arc::new(tokio::sync::Semaphore::new(self.config.max_in_flight)),
+            config: self.config,
+            audit: self.audit,
+        });
+        let weak = Arc::downgrade(&inner);
+        inner.registry.set_notifier(Arc::new(move |kind| {
+            if let Some(inner) = weak.upgrade() {
+                Server { inner }.list_changed(kind);
+            }
+        }));
+        Ok(Server { inner })
+    }
+}

@@ -1,0 +1,88 @@
+//! `completion/complete`: values for prompt arguments and template variables from their
+//! completers, and (the seed's extension) tool names, filtered by what the caller may see.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use serde_json::value::RawValue;
+
+use super::dispatch::{Scope, contained, parse_params};
+use super::{Reply, Server};
+use crate::protocol::{
+    CompleteRequestParams, CompleteResult, Completion, CompletionReference, ErrorObject, methods,
+};
+use crate::registry::{Completer, CompletionRequest, prefix_matches};
+
+/// The most values one completion returns (the protocol's limit).
+const MAX_VALUES: usize = 100;
+
+impl Server {
+    pub(super) async fn complete(
+        &self,
+        scope: &Scope,
+        params: Option<&RawValue>,
+    ) -> Result<Reply, ErrorObject> {
+        let p: CompleteRequestParams = parse_params(methods::COMPLETION_COMPLETE, params, true)?;
+        self.read_gate(
+            &scope.caller,
+            methods::COMPLETION_COMPLETE,
+            || json!({"ref": p.reference}),
+        )
+        .await?;
+        let snapshot = self.registry().snapshot();
+        let request = CompletionRequest {
+            argument: p.argument.name.clone(),
+            value: p.argument.value.clone(),
+            context: p.context.and_then(|c| c.arguments).unwrap_or_default(),
+        };
+        let completer: Option<Arc<dyn Completer>> = match &p.reference {
+            CompletionReference::Prompt { name } => {
+                let prompt = snapshot.prompt(name).ok_or_else(|| {
+                    ErrorObject::invalid_params(format!("Prompt not found: {name}"))
+                })?;
+                prompt.completers.get(&p.argument.name).cloned()
+            }
+            CompletionReference::Resource { uri } => {
+                let template = snapshot.template(uri).ok_or_else(|| {
+                    ErrorObject::invalid_params(format!("Resource template not found: {uri}"))
+                })?;
+                template.completers.get(&p.argument.name).cloned()
+            }
+            CompletionReference::Tool { .. } => {
+                // Only tool *names* complete, and only those this caller may see: a name
+                // must never leak through completion to a caller tools/list would hide it from.
+                let values = if p.argument.name == "name" {
+                    let mut visible = Vec::new();
+                    for tool in snapshot.tools() {
+                        if self.tool_visible(&scope.caller, tool).await {
+                            visible.push(tool.name().to_owned());
+                        }
+                    }
+                    prefix_matches(&visible, &p.argument.value)
+                } else {
+                    Vec::new()
+                };
+                return Ok(Reply::result(&scope.id, &completion(values)));
+            }
+        };
+        let values = match completer {
+            Some(c) => contained(self.config().call_timeout, c.complete(request))
+                .await
+                .map_err(|f| f.to_error("completion"))?,
+            None => Vec::new(),
+        };
+        Ok(Reply::result(&scope.id, &completion(values)))
+    }
+}
+
+fn completion(mut values: Vec<String>) -> CompleteResult {
+    let total = values.len();
+    values.truncate(MAX_VALUES);
+    CompleteResult {
+        completion: Completion {
+            values,
+            total: Some(total as u64),
+            has_more: Some(total > MAX_VALUES),
+        },
+    }
+}

@@ -1,0 +1,317 @@
+//! Method dispatch: one decoded message in, at most one reply out. Requests that run user
+//! code are tracked so `notifications/cancelled` (or the connection going away) can stop
+//! them, in which case no response is sent.
+
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::{ConnState, Reply, RequestExtras, Server};
+use crate::auth::{
+    ArgsSource, AuditEvent, AuditOutcome, AuthContext, AuthRequest, Decision, Seam, read_denied,
+    reasons, safe_decide,
+};
+use crate::context::{Caller, Ctx};
+use crate::protocol::jsonrpc::strip_position;
+use crate::protocol::{
+    CancelledParams, ErrorObject, Message, Meta, Notification, ProgressToken, ProtocolVersion,
+    Request, RequestId, methods,
+};
+
+/// One request being served: who asked and under which id.
+pub(crate) struct Scope {
+    pub(crate) caller: Caller,
+    pub(crate) id: RequestId,
+}
+
+impl Scope {
+    pub(crate) fn ctx(&self, server: &Server, progress_token: Option<ProgressToken>) -> Ctx {
+        Ctx::new(
+            server.clone(),
+            self.caller.clone(),
+            Some(self.id.clone()),
+            progress_token,
+        )
+    }
+
+    pub(crate) fn version(&self) -> ProtocolVersion {
+        self.caller.version
+    }
+}
+
+/// Whether a method runs user code and so can be cancelled.
+fn cancellable(method: &str) -> bool {
+    matches!(
+        method,
+        methods::TOOLS_CALL
+            | methods::RESOURCES_READ
+            | methods::PROMPTS_GET
+            | methods::COMPLETION_COMPLETE
+            | methods::RESOURCES_LIST
+    )
+}
+
+impl Server {
+    pub(crate) async fn dispatch(
+        &self,
+        conn: &Arc<ConnState>,
+        message: Message,
+        extras: RequestExtras,
+    ) -> Option<Reply> {
+        match message {
+            Message::Request(request) => self.request(conn, request, extras).await,
+            Message::Notification(n) => {
+                self.notification(conn, n);
+                None
+            }
+            Message::Response(response) => {
+                crate::elicit::deliver(conn, response);
+                None
+            }
+        }
+    }
+
+    async fn request(
+        &self,
+        conn: &Arc<ConnState>,
+        request: Request,
+        extras: RequestExtras,
+    ) -> Option<Reply> {
+        let Request { id, method, params } = request;
+        let tracked = cancellable(&method);
+        let cancel = if tracked {
+            let token = conn.closed.child_token();
+            conn.in_flight.lock().insert(id.clone(), token.clone());
+            token
+        } else {
+            conn.closed.clone()
+        };
+        let scope = Scope {
+            caller: Caller {
+                conn: Arc::clone(conn),
+                sink: extras.sink,
+                cancel: cancel.clone(),
+                auth: AuthContext::new(conn.id.clone(), conn.transport, extras.principal),
+                version: conn.version().unwrap_or(ProtocolVersion::LATEST_HANDSHAKE),
+            },
+            id,
+        };
+        let reply = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => None,
+            reply = self.route(&scope, &method, params.as_deref()) => Some(reply),
+        };
+        if tracked {
+            conn.in_flight.lock().remove(&scope.id);
+        }
+        reply
+    }
+
+    async fn route(&self, scope: &Scope, method: &str, params: Option<&RawValue>) -> Reply {
+        let caps = self.capabilities();
+        let result = match method {
+            methods::INITIALIZE => self.initialize(scope, params),
+            methods::PING => Ok(Reply::raw_result(&scope.id, "{}")),
+            methods::LOGGING_SET_LEVEL => self.set_level(scope, params),
+            methods::TOOLS_LIST if caps.tools.is_some() => self.list_tools(scope, params).await,
+            methods::TOOLS_CALL if caps.tools.is_some() => self.call_tool(scope, params).await,
+            methods::RESOURCES_LIST if caps.resources.is_some() => {
+                self.list_resources(scope, params).await
+            }
+            methods::RESOURCES_TEMPLATES_LIST if caps.resources.is_some() => {
+                self.list_templates(scope, params).await
+            }
+            methods::RESOURCES_READ if caps.resources.is_some() => {
+                self.read_resource(scope, params).await
+            }
+            methods::RESOURCES_SUBSCRIBE if caps.resources.is_some() => {
+                self.subscribe(scope, params, true).await
+            }
+            methods::RESOURCES_UNSUBSCRIBE if caps.resources.is_some() => {
+                self.subscribe(scope, params, false).await
+            }
+            methods::PROMPTS_LIST if caps.prompts.is_some() => {
+                self.list_prompts(scope, params).await
+            }
+            methods::PROMPTS_GET if caps.prompts.is_some() => self.get_prompt(scope, params).await,
+            methods::COMPLETION_COMPLETE if caps.completions.is_some() => {
+                self.complete(scope, params).await
+            }
+            _ => Err(ErrorObject::method_not_found(format!(
+                "Unknown method: {method}"
+            ))),
+        };
+        result.unwrap_or_else(|e| Reply::error(Some(&scope.id), &e))
+    }
+
+    fn notification(&self, conn: &ConnState, n: Notification) {
+        match n.method.as_str() {
+            methods::INITIALIZED => conn.session.write().initialized = true,
+            methods::CANCELLED => {
+                let Some(params) = n.params else { return };
+                let Ok(p) = serde_json::from_str::<CancelledParams>(params.get()) else {
+                    return;
+                };
+                if let Some(id) = p.request_id
+                    && let Some(token) = conn.in_flight.lock().get(&id)
+                {
+                    token.cancel();
+                }
+            }
+            other => {
+                tracing::debug!(target: "mcp::server", method = other, "ignoring notification");
+            }
+        }
+    }
+
+    /// Puts a request to the read seam. `args` builds the arguments the seam sees, only
+    /// when a read authorizer exists.
+    pub(crate) async fn read_gate(
+        &self,
+        caller: &Caller,
+        method: &str,
+        args: impl FnOnce() -> Value,
+    ) -> Result<(), ErrorObject> {
+        let Some(authorizer) = &self.inner.read_authorizer else {
+            return Ok(());
+        };
+        let request = AuthRequest::new(
+            Seam::Read,
+            method,
+            None,
+            ArgsSource::Value(args()),
+            &caller.auth,
+        );
+        let decision = safe_decide(&**authorizer, &request, self.config().authorizer_timeout).await;
+        let (outcome, result) = match &decision {
+            Decision::Allow => (AuditOutcome::Served, Ok(())),
+            Decision::Deny(reason) => (AuditOutcome::Denied, Err(read_denied(method, reason))),
+            // Reads cannot be approved interactively, and the operator's question is not
+            // echoed to the client.
+            Decision::Ask(_) => (
+                AuditOutcome::Denied,
+                Err(read_denied(
+                    method,
+                    reasons::INTERACTIVE_APPROVAL_UNSUPPORTED,
+                )),
+            ),
+        };
+        self.audit(&request, &decision, outcome);
+        result
+    }
+
+    /// Records an authorization decision.
+    pub(crate) fn audit(
+        &self,
+        request: &AuthRequest<'_>,
+        decision: &Decision,
+        outcome: AuditOutcome,
+    ) {
+        let wanted = self.inner.audit.is_some()
+            || tracing::enabled!(target: "mcp::audit", tracing::Level::INFO);
+        if !wanted {
+            return;
+        }
+        let detail = match decision {
+            Decision::Allow => None,
+            Decision::Deny(d) | Decision::Ask(d) => Some(d.clone()),
+        };
+        crate::auth::audit::emit(
+            self.inner.audit.as_ref(),
+            AuditEvent {
+                seam: request.seam(),
+                name: request.name().to_owned(),
+                conn_id: request.context().conn_id().clone(),
+                transport: request.context().transport(),
+                subject: request.context().principal().map(|p| p.subject.clone()),
+                argument_digest: crate::auth::audit::digest_json(request.arguments()),
+                decision: decision.kind(),
+                detail,
+                outcome,
+            },
+        );
+    }
+}
+
+/// How a contained handler failed.
+pub(crate) enum Failure {
+    /// It panicked (the message went to the log only).
+    Panicked,
+    /// It ran past its timeout and was dropped.
+    TimedOut(std::time::Duration),
+}
+
+impl Failure {
+    /// The JSON-RPC error for a failed resource, prompt or completion handler. It names
+    /// only the kind of failure: a panic message can carry upstream bytes.
+    pub(crate) fn to_error(&self, what: &str) -> ErrorObject {
+        match self {
+            Failure::Panicked => ErrorObject::internal(format!(
+                "callback_panicked: the {what} handler failed unexpectedly; the server log has the details"
+            )),
+            Failure::TimedOut(t) => ErrorObject::internal(format!(
+                "callback_timeout: the {what} handler did not finish within {} ms",
+                t.as_millis()
+            )),
+        }
+    }
+}
+
+/// Runs a handler future with a timeout and panic containment, logging a panic's message.
+pub(crate) async fn contained<T>(
+    timeout: std::time::Duration,
+    fut: impl std::future::Future<Output = T>,
+) -> Result<T, Failure> {
+    use futures::FutureExt as _;
+    match tokio::time::timeout(timeout, std::panic::AssertUnwindSafe(fut).catch_unwind()).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(payload)) => {
+            let message = panic_message(&payload);
+            tracing::error!(target: "mcp::server", panic = %message, "handler panicked");
+            Err(Failure::Panicked)
+        }
+        Err(_) => Err(Failure::TimedOut(timeout)),
+    }
+}
+
+/// The text of a panic payload, for the log.
+fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-string panic payload)".to_owned()
+    }
+}
+
+/// Parses a method's params. Absent params are `{}` unless the method requires them.
+pub(crate) fn parse_params<T: DeserializeOwned>(
+    method: &str,
+    params: Option<&RawValue>,
+    required: bool,
+) -> Result<T, ErrorObject> {
+    let text = match params {
+        Some(raw) => raw.get(),
+        None if required => {
+            return Err(ErrorObject::invalid_params(format!(
+                "{method} requires params"
+            )));
+        }
+        None => "{}",
+    };
+    serde_json::from_str(text).map_err(|e| {
+        ErrorObject::invalid_params(format!(
+            "Invalid params for {method}: {}",
+            strip_position(&e)
+        ))
+    })
+}
+
+/// The progress token in a request's `_meta`, if any.
+pub(crate) fn progress_token(meta: Option<&Meta>) -> Option<ProgressToken> {
+    let token = meta?.get("progressToken")?;
+    serde_json::from_value(token.clone()).ok()
+}

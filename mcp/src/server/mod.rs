@@ -1,0 +1,330 @@
+//! The transport-agnostic server: it takes decoded JSON-RPC messages attributed to a
+//! connection, answers them (or parks them while the client is asked something), and pushes
+//! notifications to the connections they concern and to no one else.
+//!
+//! A transport [`connect`](Server::connect)s each client with an [`Outbound`] queue and hands
+//! every incoming message to the [`Connection`]; the reply comes back from
+//! [`Connection::handle`] and everything else (progress, logs, elicitation requests,
+//! list_changed) arrives on the queue. Requests run concurrently: one slow tool never delays
+//! another request.
+
+mod builder;
+mod compat;
+mod completion;
+mod connection;
+mod dispatch;
+mod lifecycle;
+mod prompts;
+mod reply;
+mod resources;
+mod tools;
+
+use std::fmt;
+use std::sync::Arc;
+
+pub use builder::{BuildError, ServerBuilder, ServerConfig};
+pub(crate) use connection::ConnState;
+pub use connection::{
+    ConnId, ConnectionEvent, Outbound, OutboundReceiver, Transport, UnknownTransport,
+};
+pub use reply::Reply;
+
+use crate::auth::{AuditSink, Authorizer, AuthorizerSource, Principal};
+use crate::protocol::jsonrpc::{Incoming, decode, encode_error, encode_notification};
+use crate::protocol::{
+    ErrorObject, Implementation, Message, ResourceUpdatedParams, ServerCapabilities, methods,
+};
+use crate::registry::{ListKind, Registry};
+use connection::ConnTable;
+
+/// A running MCP server. Cheap to clone; every clone is the same server.
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<ServerInner>,
+}
+
+pub(crate) struct ServerInner {
+    info: Implementation,
+    instructions: Option<String>,
+    capabilities: ServerCapabilities,
+    registry: Registry,
+    authorizer: Option<Arc<dyn Authorizer>>,
+    authorizer_source: AuthorizerSource,
+    read_authorizer: Option<Arc<dyn Authorizer>>,
+    conns: ConnTable,
+    in_flight: Arc<tokio::sync::Semaphore>,
+    config: ServerConfig,
+    audit: Option<AuditSink>,
+}
+
+impl fmt::Debug for Server {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.inner.info.name)
+            .field("version", &self.inner.info.version)
+            .field("registry", &self.inner.registry)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a transport knows about one request beyond the message itself.
+#[derive(Clone, Debug, Default)]
+pub struct RequestExtras {
+    /// Where this request's own messages (progress, logs, elicitation) go, when it differs
+    /// from the connection's queue (a Streamable HTTP POST answered as a stream).
+    pub sink: Option<Outbound>,
+    /// The principal a verified bearer token names.
+    pub principal: Option<Arc<Principal>>,
+}
+
+impl Server {
+    /// Starts building a server with a name and a version.
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
+        ServerBuilder::new(name, version)
+    }
+
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.inner.info.name
+    }
+
+    /// The server's identity as `initialize` reports it.
+    pub fn info(&self) -> &Implementation {
+        &self.inner.info
+    }
+
+    /// The capabilities the server advertises.
+    pub fn capabilities(&self) -> &ServerCapabilities {
+        &self.inner.capabilities
+    }
+
+    /// Limits and timeouts.
+    pub fn config(&self) -> &ServerConfig {
+        &self.inner.config
+    }
+
+    /// The registry, for registering and removing entries at run time. Every change sends
+    /// `notifications/*/list_changed` to every live connection.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// Whether authorization was *chosen*: a tool-seam authorizer exists and its source is
+    /// [`AuthorizerSource::Configured`]. Network transports refuse to boot without it.
+    pub fn authorization_configured(&self) -> bool {
+        self.inner.authorizer.is_some()
+            && self.inner.authorizer_source == AuthorizerSource::Configured
+    }
+
+    /// Whether a read-seam authorizer exists.
+    pub fn read_authorization_configured(&self) -> bool {
+        self.inner.read_authorizer.is_some()
+    }
+
+    /// Where the tool-seam authorizer came from.
+    pub fn authorizer_source(&self) -> AuthorizerSource {
+        self.inner.authorizer_source
+    }
+
+    /// How many connections the server keeps state for.
+    pub fn connection_count(&self) -> usize {
+        self.inner.conns.len()
+    }
+
+    /// Attaches a transport for connection `id`: messages for it will be queued on `out`.
+    /// Dropping the returned [`Connection`] detaches it and closes whatever it still has
+    /// parked or running.
+    pub fn connect(&self, id: ConnId, transport: Transport, out: Outbound) -> Connection {
+        let (state, token) = self.inner.conns.attach(&id, transport, out);
+        Connection {
+            server: self.clone(),
+            state,
+            token,
+        }
+    }
+
+    /// Handles a decoded message for connection `id` that may have no transport attached
+    /// (such a connection can make ordinary requests but can never be asked anything).
+    pub async fn handle_message(&self, id: &ConnId, message: Message) -> Option<Reply> {
+        let state = self.inner.conns.get_or_create(id);
+        let sink = state.outbound();
+        self.dispatch(
+            &state,
+            message,
+            RequestExtras {
+                sink,
+                principal: None,
+            },
+        )
+        .await
+    }
+
+    /// Sends a notification to every connection with a live transport. A
+    /// `notifications/resources/updated` goes only to connections subscribed to its URI.
+    pub fn notify(&self, method: &str, params: Option<serde_json::Value>) {
+        if method == methods::RESOURCES_UPDATED
+            && let Some(uri) = params
+                .as_ref()
+                .and_then(|p| p.get("uri"))
+                .and_then(|u| u.as_str())
+        {
+            self.resource_updated(uri);
+            return;
+        }
+        let frame = encode_notification(method, params.as_ref());
+        self.broadcast(&frame, |_| true);
+    }
+
+    /// Tells every connection subscribed to `uri` that it changed.
+    pub fn resource_updated(&self, uri: &str) {
+        let frame = encode_notification(
+            methods::RESOURCES_UPDATED,
+            Some(&ResourceUpdatedParams {
+                uri: uri.to_owned(),
+            }),
+        );
+        self.broadcast(&frame, |c| c.subscriptions.lock().contains(uri));
+    }
+
+    fn list_changed(&self, kind: ListKind) {
+        let method = match kind {
+            ListKind::Tools => methods::TOOLS_LIST_CHANGED,
+            ListKind::Resources => methods::RESOURCES_LIST_CHANGED,
+            ListKind::Prompts => methods::PROMPTS_LIST_CHANGED,
+        };
+        let frame = encode_notification::<()>(method, None);
+        self.broadcast(&frame, |c| c.session.read().version.is_some());
+    }
+
+    fn broadcast(&self, frame: &str, mut include: impl FnMut(&ConnState) -> bool) {
+        for conn in self.inner.conns.all() {
+            if include(&conn)
+                && let Some(out) = conn.outbound()
+            {
+                out.try_send(frame.to_owned());
+            }
+        }
+    }
+}
+
+/// One client's attachment to the server, held by its transport.
+pub struct Connection {
+    server: Server,
+    state: Arc<ConnState>,
+    token: u64,
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connection")
+            .field("id", &self.state.id)
+            .finish()
+    }
+}
+
+impl Connection {
+    /// The connection's id.
+    pub fn id(&self) -> &ConnId {
+        &self.state.id
+    }
+
+    /// The server.
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// Handles one decoded message; returns the reply to write, if any. Requests run to
+    /// completion here (a parked elicitation keeps this future pending), so a transport
+    /// runs each request on its own task.
+    pub async fn handle(&self, message: Message) -> Option<Reply> {
+        let sink = self.state.outbound();
+        self.server
+            .dispatch(
+                &self.state,
+                message,
+                RequestExtras {
+                    sink,
+                    principal: None,
+                },
+            )
+            .await
+    }
+
+    /// Like [`Connection::handle`], with a request-specific sink and principal.
+    pub async fn handle_with(&self, message: Message, extras: RequestExtras) -> Option<Reply> {
+        let extras = RequestExtras {
+            sink: extras.sink.or_else(|| self.state.outbound()),
+            principal: extras.principal,
+        };
+        self.server.dispatch(&self.state, message, extras).await
+    }
+
+    /// Decodes a frame (one line on stdio, one body on HTTP) and handles it, batches
+    /// included (only on 2025-03-26; elsewhere a batch is -32600).
+    pub async fn handle_frame(&self, frame: &[u8]) -> Option<Reply> {
+        if frame.len() > self.server.inner.config.max_message_size {
+            return Some(Reply::error(
+                None,
+                &ErrorObject::invalid_request(format!(
+                    "Invalid request: the message is {} bytes; the limit is {} bytes",
+                    frame.len(),
+                    self.server.inner.config.max_message_size
+                )),
+            ));
+        }
+        self.handle_incoming(decode(frame)).await
+    }
+
+    /// Handles an already decoded frame.
+    pub async fn handle_incoming(&self, incoming: Incoming) -> Option<Reply> {
+        match incoming {
+            Incoming::Single(Ok(message)) => self.handle(message).await,
+            Incoming::Single(Err(e)) => Some(Reply::error(e.id(), &e.to_error())),
+            Incoming::Batch(items) => self.handle_batch(items).await,
+        }
+    }
+
+    /// Closes every question this connection has parked (its answer can no longer arrive).
+    pub fn close_pending(&self) {
+        self.state.pending.lock().clear();
+    }
+
+    async fn handle_batch(
+        &self,
+        items: Vec<Result<Message, crate::protocol::jsonrpc::DecodeError>>,
+    ) -> Option<Reply> {
+        let allowed = self.state.version().is_some_and(|v| v.allows_batches());
+        if !allowed {
+            return Some(Reply::error(
+                None,
+                &ErrorObject::invalid_request(
+                    "Invalid request: JSON-RPC batches are only part of protocol 2025-03-26",
+                ),
+            ));
+        }
+        let replies = futures::future::join_all(items.into_iter().map(|item| async move {
+            match item {
+                Ok(Message::Request(r)) if r.method == methods::INITIALIZE => Some(Reply::error(
+                    Some(&r.id),
+                    &ErrorObject::invalid_request("Invalid request: initialize cannot be batched"),
+                )),
+                Ok(message) => self.handle(message).await,
+                Err(e) => Some(Reply::error(e.id(), &e.to_error())),
+            }
+        }))
+        .await;
+        Reply::batch(replies.into_iter().flatten().collect())
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.server.inner.conns.detach(&self.state.id, self.token);
+    }
+}
+
+/// Encodes an error reply for a frame that could not be decoded; transports use it for
+/// input they reject before it reaches a connection.
+pub fn error_frame(error: &ErrorObject) -> String {
+    encode_error(None, error)
+}

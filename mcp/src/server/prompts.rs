@@ -1,0 +1,90 @@
+//! `prompts/list` and `prompts/get`.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use serde_json::value::RawValue;
+
+use super::compat;
+use super::dispatch::{Scope, contained, parse_params};
+use super::tools::list_reply;
+use super::{Reply, Server};
+use crate::protocol::{ErrorObject, GetPromptRequestParams, PaginatedParams, methods};
+use crate::registry::{PromptArgs, PromptError, page};
+
+impl Server {
+    pub(super) async fn list_prompts(
+        &self,
+        scope: &Scope,
+        params: Option<&RawValue>,
+    ) -> Result<Reply, ErrorObject> {
+        let p: PaginatedParams = parse_params(methods::PROMPTS_LIST, params, false)?;
+        self.read_gate(&scope.caller, methods::PROMPTS_LIST, || json!({}))
+            .await?;
+        let snapshot = self.registry().snapshot();
+        let page = page(
+            snapshot.prompt_entries(),
+            |p| p.name(),
+            p.cursor.as_deref(),
+            self.config().page_size,
+            |_, _| true,
+        )
+        .map_err(|_| ErrorObject::invalid_params("Invalid params: unknown cursor"))?;
+        Ok(list_reply(&scope.id, "prompts", page))
+    }
+
+    pub(super) async fn get_prompt(
+        &self,
+        scope: &Scope,
+        params: Option<&RawValue>,
+    ) -> Result<Reply, ErrorObject> {
+        let p: GetPromptRequestParams = parse_params(methods::PROMPTS_GET, params, true)?;
+        let args = p.arguments.unwrap_or_default();
+        self.read_gate(
+            &scope.caller,
+            methods::PROMPTS_GET,
+            || json!({"name": p.name, "arguments": args}),
+        )
+        .await?;
+        let snapshot = self.registry().snapshot();
+        let Some(prompt) = snapshot.prompt(&p.name) else {
+            return Err(ErrorObject::invalid_params(format!(
+                "Prompt not found: {}",
+                p.name
+            )));
+        };
+        let missing = prompt.missing_arguments(&args);
+        if !missing.is_empty() {
+            return Err(ErrorObject::invalid_params(format!(
+                "Missing required argument(s) for prompt {}: {}",
+                p.name,
+                missing.join(", ")
+            )));
+        }
+        let handler = Arc::clone(&prompt.handler);
+        let Ok(_permit) = self.inner.in_flight.clone().try_acquire_owned() else {
+            return Err(ErrorObject::internal(
+                "server_busy: too many requests are running; try again shortly",
+            ));
+        };
+        let ctx = scope.ctx(self, None);
+        let rendered = contained(
+            self.config().call_timeout,
+            handler.get(ctx, PromptArgs(args)),
+        )
+        .await
+        .map_err(|f| f.to_error("prompt"))?;
+        let mut result = match rendered {
+            Ok(result) => result,
+            Err(PromptError::InvalidParams(m)) => return Err(ErrorObject::invalid_params(m)),
+            Err(PromptError::Failed(m)) => {
+                return Err(ErrorObject::internal(format!("Prompt failed: {m}")));
+            }
+        };
+        if result.description.is_none() {
+            result.description = prompt.prompt.description.clone();
+        }
+        compat::prompt_result(scope.version(), &mut result);
+        Ok(Reply::result(&scope.id, &result))
+    }
+}

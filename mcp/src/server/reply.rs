@@ -1,0 +1,99 @@
+//! Replies: a response already encoded as one compact JSON line, plus what a transport needs
+//! to know about it (the id, and the error code to pick an HTTP status from).
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::protocol::jsonrpc::{encode_error, encode_result};
+use crate::protocol::{ErrorObject, RequestId};
+
+/// A response ready to write.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reply {
+    frame: String,
+    id: Option<RequestId>,
+    error_code: Option<i32>,
+}
+
+impl Reply {
+    /// A success response whose result is already JSON text (an object).
+    pub(crate) fn raw_result(id: &RequestId, result_json: &str) -> Reply {
+        let mut frame = String::with_capacity(result_json.len() + 40);
+        frame.push_str(r#"{"jsonrpc":"2.0","id":"#);
+        let mut id_buf = Vec::new();
+        id.write_json(&mut id_buf);
+        frame.push_str(std::str::from_utf8(&id_buf).unwrap_or("null"));
+        frame.push_str(r#","result":"#);
+        frame.push_str(result_json);
+        frame.push('}');
+        Reply {
+            frame,
+            id: Some(id.clone()),
+            error_code: None,
+        }
+    }
+
+    /// A success response.
+    pub(crate) fn result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -> Reply {
+        let raw = crate::protocol::jsonrpc::to_raw(result);
+        Reply {
+            frame: encode_result(id, &raw),
+            id: Some(id.clone()),
+            error_code: None,
+        }
+    }
+
+    /// An error response (without an id when the request's id could not be read).
+    pub fn error(id: Option<&RequestId>, error: &ErrorObject) -> Reply {
+        Reply {
+            frame: encode_error(id, error),
+            id: id.cloned(),
+            error_code: Some(error.code),
+        }
+    }
+
+    /// Several replies as one batch array; `None` if there are none.
+    pub(crate) fn batch(replies: Vec<Reply>) -> Option<Reply> {
+        if replies.is_empty() {
+            return None;
+        }
+        let mut frame = String::from("[");
+        for (i, r) in replies.iter().enumerate() {
+            if i > 0 {
+                frame.push(',');
+            }
+            frame.push_str(&r.frame);
+        }
+        frame.push(']');
+        Some(Reply {
+            frame,
+            id: None,
+            error_code: None,
+        })
+    }
+
+    /// The encoded JSON line.
+    pub fn frame(&self) -> &str {
+        &self.frame
+    }
+
+    /// Consumes the reply, returning its JSON line.
+    pub fn into_frame(self) -> String {
+        self.frame
+    }
+
+    /// The id it answers.
+    pub fn id(&self) -> Option<&RequestId> {
+        self.id.as_ref()
+    }
+
+    /// The error code, for an error response.
+    pub fn error_code(&self) -> Option<i32> {
+        self.error_code
+    }
+
+    /// The reply parsed back into JSON (for tests and logs).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(&self.frame).unwrap_or(Value::Null)
+    }
+}

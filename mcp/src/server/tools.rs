@@ -1,0 +1,251 @@
+//! `tools/list` and `tools/call`: the tool seam, the Ask flow and contained execution.
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::compat;
+use super::dispatch::{Scope, contained, parse_params, progress_token};
+use super::{Reply, Server};
+use crate::auth::{
+    ArgsSource, AuditOutcome, AuthRequest, Decision, Seam, reasons, safe_decide, tool_denied,
+};
+use crate::context::Caller;
+use crate::elicit::{Approval, ask_approval};
+use crate::protocol::{
+    CallToolRequestParams, CallToolResult, ErrorObject, PaginatedParams, methods,
+};
+use crate::registry::{Page, ToolArgs, ToolDef, page};
+use crate::server::Transport;
+
+impl Server {
+    pub(super) async fn list_tools(
+        &self,
+        scope: &Scope,
+        params: Option<&RawValue>,
+    ) -> Result<Reply, ErrorObject> {
+        let p: PaginatedParams = parse_params(methods::TOOLS_LIST, params, false)?;
+        self.read_gate(&scope.caller, methods::TOOLS_LIST, || {
+            Value::Object(Default::default())
+        })
+        .await?;
+        let snapshot = self.registry().snapshot();
+        let entries = snapshot.tool_entries();
+        let size = self.config().page_size;
+        let page = if self.inner.authorizer.is_none() && !scopes_enforced(&scope.caller) {
+            page(
+                entries,
+                |t| t.name(),
+                p.cursor.as_deref(),
+                size,
+                |_, _| true,
+            )
+        } else {
+            let mut visible = Vec::with_capacity(entries.len());
+            for e in entries {
+                visible.push(self.tool_visible(&scope.caller, &e.def).await);
+            }
+            page(
+                entries,
+                |t| t.name(),
+                p.cursor.as_deref(),
+                size,
+                |i, _| visible[i],
+            )
+        }
+        .map_err(|_| ErrorObject::invalid_params("Invalid params: unknown cursor"))?;
+        Ok(list_reply(&scope.id, "tools", page))
+    }
+
+    /// Whether `caller` may see (and so call without being refused) `tool`: the tool seam
+    /// allows it, or asks and this caller can be asked; and the caller holds its scopes.
+    pub(crate) async fn tool_visible(&self, caller: &Caller, tool: &ToolDef) -> bool {
+        if !has_scopes(caller, tool) {
+            return false;
+        }
+        let Some(authorizer) = &self.inner.authorizer else {
+            return true;
+        };
+        let request = AuthRequest::new(
+            Seam::Tool,
+            tool.name(),
+            Some(tool),
+            ArgsSource::Value(Value::Object(Default::default())),
+            &caller.auth,
+        );
+        match safe_decide(&**authorizer, &request, self.config().authorizer_timeout).await {
+            Decision::Allow => true,
+            Decision::Ask(_) => caller.can_elicit(),
+            Decision::Deny(_) => false,
+        }
+    }
+
+    pub(super) async fn call_tool(
+        &self,
+        scope: &Scope,
+        params: Option<&RawValue>,
+    ) -> Result<Reply, ErrorObject> {
+        let p: CallToolRequestParams = parse_params(methods::TOOLS_CALL, params, true)?;
+        let snapshot = self.registry().snapshot();
+        let tool = snapshot.tool(&p.name);
+        let arguments = p.arguments.map(std::sync::Arc::<RawValue>::from);
+        let raw_args = arguments.as_deref().map(RawValue::get).unwrap_or("{}");
+        let request = AuthRequest::new(
+            Seam::Tool,
+            &p.name,
+            tool,
+            ArgsSource::Raw(raw_args),
+            &scope.caller.auth,
+        );
+
+        let decision = if let Some(t) = tool.filter(|t| !has_scopes(&scope.caller, t)) {
+            Some(Decision::deny(format!(
+                "{}: this tool requires the scope(s) {}",
+                reasons::INSUFFICIENT_SCOPE,
+                t.required_scopes().join(" ")
+            )))
+        } else {
+            match &self.inner.authorizer {
+                None if tool.is_some_and(ToolDef::is_sensitive) => {
+                    Some(Decision::deny(reasons::SENSITIVE_TOOL_UNGUARDED))
+                }
+                None => None,
+                Some(a) => {
+                    Some(safe_decide(&**a, &request, self.config().authorizer_timeout).await)
+                }
+            }
+        };
+
+        let approved = match &decision {
+            None | Some(Decision::Allow) => false,
+            Some(Decision::Deny(reason)) => {
+                self.audit(
+                    &request,
+                    decision.as_ref().unwrap_or(&Decision::Allow),
+                    AuditOutcome::Denied,
+                );
+                return Ok(self.tool_reply(scope, tool_denied(&p.name, "deny", reason)));
+            }
+            Some(Decision::Ask(prompt)) => {
+                let outcome = match &scope.caller.sink {
+                    Some(sink) if scope.caller.can_elicit() => {
+                        ask_approval(
+                            &scope.caller.conn,
+                            sink,
+                            &p.name,
+                            prompt,
+                            self.config().elicitation_timeout,
+                        )
+                        .await
+                    }
+                    // A client that cannot be asked gets the deny at once, with the question
+                    // as the detail so a host can show it.
+                    _ => Approval::NotApproved(prompt.clone()),
+                };
+                match outcome {
+                    Approval::Approved => true,
+                    Approval::NotApproved(detail) => {
+                        self.audit(
+                            &request,
+                            decision.as_ref().unwrap_or(&Decision::Allow),
+                            AuditOutcome::NotApproved(detail.clone()),
+                        );
+                        return Ok(self.tool_reply(scope, tool_denied(&p.name, "ask", &detail)));
+                    }
+                }
+            }
+        };
+
+        let Some(tool) = tool else {
+            return Err(ErrorObject::invalid_params(format!(
+                "Tool not found: {}",
+                p.name
+            )));
+        };
+        let token = progress_token(p.meta.as_ref());
+        let result = self
+            .execute_tool(scope, tool, arguments.clone(), token)
+            .await;
+        if let Some(d) = &decision {
+            let outcome = if approved {
+                AuditOutcome::Approved
+            } else if result.is_error() {
+                AuditOutcome::ToolError
+            } else {
+                AuditOutcome::Served
+            };
+            self.audit(&request, d, outcome);
+        }
+        Ok(self.tool_reply(scope, result))
+    }
+
+    fn tool_reply(&self, scope: &Scope, mut result: CallToolResult) -> Reply {
+        compat::tool_result(scope.version(), &mut result);
+        Reply::result(&scope.id, &result)
+    }
+
+    /// Runs a tool under the in-flight cap and the call timeout. A panic or a timeout becomes
+    /// an `isError` result naming only the kind of failure: the panic message goes to the
+    /// log, since it can carry upstream bytes.
+    async fn execute_tool(
+        &self,
+        scope: &Scope,
+        tool: &ToolDef,
+        arguments: Option<std::sync::Arc<RawValue>>,
+        token: Option<crate::protocol::ProgressToken>,
+    ) -> CallToolResult {
+        let Ok(_permit) = self.inner.in_flight.clone().try_acquire_owned() else {
+            return CallToolResult::error(format!(
+                "server_busy: {} calls are already running; try again shortly",
+                self.config().max_in_flight
+            ));
+        };
+        let ctx = scope.ctx(self, token);
+        let args = ToolArgs::shared(arguments, tool.schema.clone());
+        let timeout = tool.timeout.unwrap_or(self.config().call_timeout);
+        match contained(timeout, tool.handler.call(ctx, args)).await {
+            Ok(result) => result,
+            Err(failure) => CallToolResult::error(failure.to_error("tool").message.into_owned()),
+        }
+    }
+}
+
+/// Scopes are checked for callers with a verified principal, and for every network caller
+/// (no token means no scopes). stdio and in-process callers without a token sit inside the
+/// OS process boundary.
+fn scopes_enforced(caller: &Caller) -> bool {
+    caller.auth.principal().is_some()
+        || matches!(caller.auth.transport(), Transport::Http | Transport::Sse)
+}
+
+fn has_scopes(caller: &Caller, tool: &ToolDef) -> bool {
+    if tool.required_scopes().is_empty() || !scopes_enforced(caller) {
+        return true;
+    }
+    caller
+        .auth
+        .principal()
+        .is_some_and(|p| p.has_scopes(tool.required_scopes()))
+}
+
+/// A list result `{"<key>":[...],"nextCursor":"..."}` assembled from entries serialized at
+/// registration.
+pub(crate) fn list_reply(id: &crate::protocol::RequestId, key: &str, page: Page<'_>) -> Reply {
+    let mut json =
+        String::with_capacity(64 + page.items.iter().map(|i| i.get().len() + 1).sum::<usize>());
+    json.push_str("{\"");
+    json.push_str(key);
+    json.push_str("\":[");
+    for (i, item) in page.items.iter().enumerate() {
+        if i > 0 {
+            json.push(',');
+        }
+        json.push_str(item.get());
+    }
+    json.push(']');
+    if let Some(cursor) = page.next_cursor {
+        json.push_str(",\"nextCursor\":");
+        json.push_str(&Value::String(cursor).to_string());
+    }
+    json.push('}');
+    Reply::raw_result(id, &json)
+}

@@ -1,0 +1,232 @@
+//! An in-memory client for testing servers: no process, no sockets, the real dispatcher.
+//!
+//! Messages go through the same decoder and dispatcher a transport uses, and everything the
+//! server sends to this connection (replies, notifications, its own requests) arrives in one
+//! ordered stream, as it would on stdio.
+//!
+//! ```
+//! # tokio_test_block_on(async {
+//! use mcp::prelude::*;
+//! use mcp::testing::TestClient;
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Add { a: i64, b: i64 }
+//! let server = Server::builder("calc", "1.0.0")
+//!     .tool(ToolDef::from_fn("add", "Adds.", |_ctx, x: Add| async move { x.a + x.b }))
+//!     .build()
+//!     .unwrap();
+//! let mut client = TestClient::connect(&server);
+//! client.initialize(serde_json::json!({})).await.unwrap();
+//! let result = client.call_tool("add", serde_json::json!({"a": 2, "b": 3})).await.unwrap();
+//! assert_eq!(result.content[0].as_text(), Some("5"));
+//! # });
+//! # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output {
+//! #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+//! # }
+//! ```
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::protocol::jsonrpc::{Incoming, decode};
+use crate::protocol::{CallToolResult, ErrorObject, Tool};
+use crate::server::{ConnId, Connection, Outbound, OutboundReceiver, Server, Transport};
+
+type Responder = Box<dyn Fn(&str, &Value) -> Result<Value, ErrorObject> + Send + Sync>;
+
+/// A client attached to a server in memory.
+pub struct TestClient {
+    conn: Arc<Connection>,
+    out: Outbound,
+    rx: OutboundReceiver,
+    next_id: i64,
+    queued: VecDeque<Value>,
+    responder: Option<Responder>,
+    timeout: Duration,
+}
+
+impl TestClient {
+    /// Attaches a new client with a fresh connection id.
+    pub fn connect(server: &Server) -> Self {
+        Self::connect_as(server, ConnId::random("test"), Transport::Unknown)
+    }
+
+    /// Attaches a client under a chosen connection id and transport.
+    pub fn connect_as(server: &Server, id: ConnId, transport: Transport) -> Self {
+        let (out, rx) = Outbound::channel(server.config().outbound_capacity);
+        let conn = Arc::new(server.connect(id, transport, out.clone()));
+        TestClient {
+            conn,
+            out,
+            rx,
+            next_id: 1,
+            queued: VecDeque::new(),
+            responder: None,
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// The connection's id.
+    pub fn conn_id(&self) -> &ConnId {
+        self.conn.id()
+    }
+
+    /// How long to wait for a message before giving up (default 5 s).
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    /// Answers the server's own requests (elicitation, sampling, roots) automatically while
+    /// waiting in [`TestClient::request`]: `f(method, params)` returns the result or an error.
+    pub fn on_server_request(
+        &mut self,
+        f: impl Fn(&str, &Value) -> Result<Value, ErrorObject> + Send + Sync + 'static,
+    ) {
+        self.responder = Some(Box::new(f));
+    }
+
+    /// Sends any JSON value as one frame, exactly as a transport would receive it. The
+    /// reply, if any, arrives on the stream like every other message.
+    pub fn send(&self, message: Value) {
+        self.send_frame(message.to_string().into_bytes());
+    }
+
+    /// Sends raw bytes as one frame (for malformed-input tests).
+    pub fn send_frame(&self, frame: Vec<u8>) {
+        let conn = Arc::clone(&self.conn);
+        let out = self.out.clone();
+        tokio::spawn(async move {
+            let incoming: Incoming = decode(&frame);
+            if let Some(reply) = conn.handle_incoming(incoming).await {
+                out.send(reply.into_frame()).await;
+            }
+        });
+    }
+
+    /// The next message from the server, or `None` if nothing arrives within the timeout.
+    pub async fn next_message(&mut self) -> Option<Value> {
+        if let Some(v) = self.queued.pop_front() {
+            return Some(v);
+        }
+        self.receive().await
+    }
+
+    /// Waits `quiet` and returns every message that arrived (to assert that nothing did).
+    pub async fn drain(&mut self, quiet: Duration) -> Vec<Value> {
+        let mut all: Vec<Value> = self.queued.drain(..).collect();
+        while let Ok(Some(frame)) = tokio::time::timeout(quiet, self.rx.recv()).await {
+            all.push(serde_json::from_str(&frame).unwrap_or(Value::Null));
+        }
+        all
+    }
+
+    async fn receive(&mut self) -> Option<Value> {
+        let frame = tokio::time::timeout(self.timeout, self.rx.recv())
+            .await
+            .ok()??;
+        Some(serde_json::from_str(&frame).unwrap_or(Value::Null))
+    }
+
+    /// Sends a request and waits for its response. Other messages that arrive meanwhile are
+    /// kept for [`TestClient::next_message`], except the server's own requests, which the
+    /// responder (if set) answers.
+    pub async fn request(&mut self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let Some(message) = self.receive().await else {
+                return Err(ErrorObject::internal(format!(
+                    "no response to {method} within {:?}",
+                    self.timeout
+                )));
+            };
+            if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
+                return match message.get("error") {
+                    Some(e) => Err(serde_json::from_value(e.clone())
+                        .unwrap_or_else(|_| ErrorObject::internal("malformed error"))),
+                    None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+                };
+            }
+            if let (Some(responder), Some(m), Some(sid)) = (
+                &self.responder,
+                message.get("method").and_then(Value::as_str),
+                message.get("id"),
+            ) {
+                let answer = match responder(m, message.get("params").unwrap_or(&Value::Null)) {
+                    Ok(result) => json!({"jsonrpc": "2.0", "id": sid, "result": result}),
+                    Err(e) => json!({"jsonrpc": "2.0", "id": sid, "error": e}),
+                };
+                self.send(answer);
+                continue;
+            }
+            self.queued.push_back(message);
+        }
+    }
+
+    /// Sends a notification.
+    pub fn notify(&self, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Performs the handshake with these client capabilities, at the newest handshake
+    /// revision, and sends `notifications/initialized`.
+    pub async fn initialize(&mut self, capabilities: Value) -> Result<Value, ErrorObject> {
+        self.initialize_version("2025-11-25", capabilities).await
+    }
+
+    /// Performs the handshake asking for a specific revision.
+    pub async fn initialize_version(
+        &mut self,
+        version: &str,
+        capabilities: Value,
+    ) -> Result<Value, ErrorObject> {
+        let result = self
+            .request(
+                "initialize",
+                json!({
+                    "protocolVersion": version,
+                    "capabilities": capabilities,
+                    "clientInfo": {"name": "mcp-test-client", "version": "0"}
+                }),
+            )
+            .await?;
+        self.notify("notifications/initialized", json!({}));
+        Ok(result)
+    }
+
+    /// Lists every tool, following cursors.
+    pub async fn list_tools(&mut self) -> Result<Vec<Tool>, ErrorObject> {
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let page = self.request("tools/list", params).await?;
+            let items: Vec<Tool> = serde_json::from_value(page["tools"].clone())
+                .map_err(|e| ErrorObject::internal(e.to_string()))?;
+            tools.extend(items);
+            match page.get("nextCursor").and_then(Value::as_str) {
+                Some(c) => cursor = Some(c.to_owned()),
+                None => return Ok(tools),
+            }
+        }
+    }
+
+    /// Calls a tool.
+    pub async fn call_tool(
+        &mut self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, ErrorObject> {
+        let result = self
+            .request("tools/call", json!({"name": name, "arguments": arguments}))
+            .await?;
+        serde_json::from_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
+    }
+}
