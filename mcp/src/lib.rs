@@ -49,3 +49,8 @@ pub mod prelude {
     };
     pub use crate::server::{Server, ServerBuilder, Transport};
 }
+
+/// The README's examples, compiled and run as doc tests so they stay true.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -65,10 +65,12 @@ pub(crate) async fn request_client<P: Serialize>(
 ) -> Result<Box<RawValue>, ClientRequestError> {
     let id = format!("mcp-{kind}-{}", crate::util::random_token(12));
     let (tx, rx) = oneshot::channel();
-    conn.pending.lock().insert(id.clone(), tx);
+    if !conn.pending.lock().park(id.clone(), tx) {
+        return Err(ClientRequestError::Disconnected);
+    }
     let frame = encode_request(&RequestId::from(id.as_str()), method, params);
-    if conn.closed.is_cancelled() || !sink.send(frame).await {
-        conn.pending.lock().remove(&id);
+    if !sink.send(frame).await {
+        conn.pending.lock().take(&id);
         return Err(ClientRequestError::Disconnected);
     }
     let mut rx = rx;
@@ -83,7 +85,7 @@ pub(crate) async fn request_client<P: Serialize>(
         None => {
             // Whoever removes the entry closes the request. If the answer won the race it
             // is already in the channel, and it counts.
-            if conn.pending.lock().remove(&id).is_some() {
+            if conn.pending.lock().take(&id).is_some() {
                 Err(ClientRequestError::Timeout)
             } else {
                 match rx.try_recv() {
@@ -103,7 +105,7 @@ pub(crate) fn deliver(conn: &ConnState, response: Response) {
         tracing::debug!(target: "mcp::elicit", conn_id = %conn.id, "ignoring a response to an id the server never sent");
         return;
     };
-    let waiter = conn.pending.lock().remove(&**id);
+    let waiter = conn.pending.lock().take(id);
     match waiter {
         Some(tx) => {
             let _ = tx.send(response.outcome);

@@ -195,6 +195,35 @@ struct Subscriber {
 /// An answer to one of the server's own requests.
 pub(crate) type ClientReply = Result<Box<serde_json::value::RawValue>, ErrorObject>;
 
+/// The server's own requests awaiting the client's answer, by id.
+#[derive(Default)]
+pub(crate) struct Pending {
+    waiting: HashMap<String, oneshot::Sender<ClientReply>>,
+    closed: bool,
+}
+
+impl Pending {
+    /// Parks a request; `false` once the connection can no longer answer.
+    pub(crate) fn park(&mut self, id: String, tx: oneshot::Sender<ClientReply>) -> bool {
+        if self.closed {
+            return false;
+        }
+        self.waiting.insert(id, tx);
+        true
+    }
+
+    /// Takes the waiter for `id`: whoever takes it closes the request, exactly once.
+    pub(crate) fn take(&mut self, id: &str) -> Option<oneshot::Sender<ClientReply>> {
+        self.waiting.remove(id)
+    }
+
+    /// Closes every parked request and refuses new ones.
+    pub(crate) fn close(&mut self) {
+        self.closed = true;
+        self.waiting.clear();
+    }
+}
+
 /// Everything the server keeps about one connection.
 pub(crate) struct ConnState {
     pub(crate) id: ConnId,
@@ -204,7 +233,7 @@ pub(crate) struct ConnState {
     pub(crate) session: RwLock<Session>,
     pub(crate) subscriptions: Mutex<HashSet<String>>,
     pub(crate) in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
-    pub(crate) pending: Mutex<HashMap<String, oneshot::Sender<ClientReply>>>,
+    pub(crate) pending: Mutex<Pending>,
     pub(crate) closed: CancellationToken,
 }
 
@@ -227,7 +256,7 @@ impl ConnState {
             session: RwLock::new(Session::default()),
             subscriptions: Mutex::new(HashSet::new()),
             in_flight: Mutex::new(HashMap::new()),
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(Pending::default()),
             closed: CancellationToken::new(),
         }
     }
@@ -253,7 +282,7 @@ impl ConnState {
     /// drop, in-flight calls are cancelled. Nothing is pushed: the owner is gone.
     pub(crate) fn close(&self) {
         self.closed.cancel();
-        self.pending.lock().clear();
+        self.pending.lock().close();
         for (_, token) in self.in_flight.lock().drain() {
             token.cancel();
         }

@@ -31,7 +31,6 @@ impl Server {
             session.version = Some(version);
             session.capabilities = Some(Arc::new(p.capabilities));
             session.client_info = p.client_info;
-            session.initialized = false;
         }
         let mut capabilities = self.capabilities().clone();
         if !version.has_completions_capability() {

@@ -284,9 +284,10 @@ impl Connection {
         }
     }
 
-    /// Closes every question this connection has parked (its answer can no longer arrive).
+    /// Closes every question this connection has parked and refuses new ones: the client
+    /// can no longer answer (its input closed). Running requests continue.
     pub fn close_pending(&self) {
-        self.state.pending.lock().clear();
+        self.state.pending.lock().close();
     }
 
     async fn handle_batch(

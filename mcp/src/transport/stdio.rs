@@ -16,8 +16,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::protocol::ErrorObject;
 use crate::protocol::jsonrpc::{Incoming, decode};
+use crate::protocol::{ErrorObject, Message, methods};
 use crate::server::{ConnId, Connection, Outbound, OutboundReceiver, Reply, Server, Transport};
 
 /// How long running requests may finish after stdin closes.
@@ -118,7 +118,13 @@ async fn handle_line(conn: &Arc<Connection>, out: &Outbound, tasks: &TaskTracker
     }
     match decode(line) {
         Incoming::Single(Ok(message)) => {
-            if matches!(message, crate::protocol::Message::Request(_)) {
+            let runs_user_code = match &message {
+                // The handshake runs inline so that nothing after it is handled before the
+                // session exists.
+                Message::Request(r) => r.method != methods::INITIALIZE,
+                _ => false,
+            };
+            if runs_user_code {
                 let conn = Arc::clone(conn);
                 let out = out.clone();
                 tasks.spawn(async move {
@@ -126,9 +132,10 @@ async fn handle_line(conn: &Arc<Connection>, out: &Outbound, tasks: &TaskTracker
                         out.send(reply.into_frame()).await;
                     }
                 });
-            } else {
-                // Notifications and answers run no user code: handle them in order, inline.
-                let _ = conn.handle(message).await;
+            } else if let Some(reply) = conn.handle(message).await {
+                // The handshake, notifications and answers run no user code: handle them in
+                // order, inline.
+                out.send(reply.into_frame()).await;
             }
         }
         Incoming::Single(Err(e)) => {
