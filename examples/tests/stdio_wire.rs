@@ -255,3 +255,109 @@ async fn stdin_eof_exits_promptly_and_closes_parked_calls() {
     assert!(s.wait_exit(Duration::from_secs(2)).await.is_some());
     assert!(started.elapsed() < Duration::from_secs(2));
 }
+
+fn modern(mut params: Value, capabilities: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    });
+    params
+}
+
+async fn modern_session(wiring: Wiring) {
+    let mut s = spawn(wiring);
+    s.set_version("2026-07-28");
+    let caps = json!({"elicitation": {}});
+    let discover = s
+        .request("server/discover", modern(json!({}), caps.clone()))
+        .await;
+    assert_eq!(
+        discover["result"]["supportedVersions"],
+        json!(["2026-07-28"])
+    );
+
+    let tools = s
+        .request("tools/list", modern(json!({}), caps.clone()))
+        .await;
+    assert_eq!(tools["result"]["resultType"], "complete");
+
+    // A listen stream for one note's updates, then a change to that note.
+    s.send(json!({"jsonrpc": "2.0", "id": "listen", "method": "subscriptions/listen",
+                  "params": modern(json!({"notifications": {"resourceSubscriptions": ["note://n"]}}), caps.clone())}))
+        .await;
+    assert_eq!(
+        s.recv().await["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    let saved = s
+        .request(
+            "tools/call",
+            modern(
+                json!({"name": "add_note", "arguments": {"id": "n", "text": "t"}}),
+                caps.clone(),
+            ),
+        )
+        .await;
+    assert_eq!(text(&saved["result"]), "Saved note \"n\".");
+    let updated = s
+        .received
+        .iter()
+        .find(|m| m["method"] == "notifications/resources/updated")
+        .cloned()
+        .expect("the listen stream saw the update");
+    assert_eq!(
+        updated["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "listen"
+    );
+
+    // The destructive tool asks through an input-required result, then runs once approved.
+    let ask = s
+        .request(
+            "tools/call",
+            modern(
+                json!({"name": "delete_note", "arguments": {"id": "n"}}),
+                caps.clone(),
+            ),
+        )
+        .await;
+    assert_eq!(ask["result"]["resultType"], "input_required");
+    let approved = s
+        .request(
+            "tools/call",
+            modern(
+                json!({"name": "delete_note", "arguments": {"id": "n"},
+                       "requestState": ask["result"]["requestState"],
+                       "inputResponses": {"mcp.approve": {"action": "accept", "content": {"approve": true}}}}),
+                caps.clone(),
+            ),
+        )
+        .await;
+    assert_eq!(text(&approved["result"]), "Deleted note \"n\".");
+
+    let missing = s
+        .request(
+            "resources/read",
+            modern(json!({"uri": "note://n"}), caps.clone()),
+        )
+        .await;
+    assert_eq!(missing["error"]["code"], -32602);
+
+    // Cancelling the listen ends it without a response.
+    s.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "listen"}}))
+        .await;
+    s.close_stdin().await;
+    while let Some(m) = s.recv_within(Duration::from_secs(2)).await {
+        assert_ne!(m["id"], "listen", "a cancelled listen gets no response");
+    }
+    assert!(
+        s.wait_exit(Duration::from_secs(3))
+            .await
+            .is_some_and(|st| st.success())
+    );
+}
+
+#[tokio::test]
+async fn the_2026_07_28_revision_over_pipes_and_socket_pairs() {
+    modern_session(Wiring::Pipes).await;
+    modern_session(Wiring::SocketPair).await;
+}

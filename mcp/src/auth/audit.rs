@@ -19,6 +19,9 @@ pub enum AuditOutcome {
     Denied,
     /// A human approved and the tool ran.
     Approved,
+    /// The approval question went out as an input-required result (2026-07-28); the
+    /// decision is recorded again when the client answers.
+    AwaitingApproval,
     /// A human was asked and said no, did not answer, or could not be asked; the detail says
     /// which.
     NotApproved(String),
@@ -34,6 +37,7 @@ impl AuditOutcome {
             AuditOutcome::ToolError => "tool_error",
             AuditOutcome::Denied => "denied",
             AuditOutcome::Approved => "approved",
+            AuditOutcome::AwaitingApproval => "awaiting_approval",
             AuditOutcome::NotApproved(_) => "not_approved",
             AuditOutcome::Aborted(_) => "aborted",
         }

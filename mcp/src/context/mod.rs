@@ -5,23 +5,30 @@
 //!
 //! Everything a `Ctx` sends goes to the request's own connection (on Streamable HTTP, to the
 //! request's own stream), never to anyone else.
+//!
+//! Asking works the same for handler authors on both protocol eras. On a handshake-era
+//! connection an ask is a request to the client, awaited in place. On the 2026-07-28 era
+//! the request ends with an input-required result, and the handler runs again when the
+//! client retries with the answers (see [`crate::elicit`]): ask before you act.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{AuthContext, Principal};
+use crate::elicit::mrtr::Mrtr;
 use crate::elicit::{ClientRequestError, request_client};
 use crate::protocol::jsonrpc::encode_notification;
 use crate::protocol::{
-    CreateMessageRequestParams, CreateMessageResult, ElicitAction, ElicitResult, ListRootsResult,
-    LoggingLevel, LoggingMessageParams, ProgressParams, ProgressToken, ProtocolVersion, RequestId,
-    ResourceContents, Root, methods,
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitAction,
+    ElicitResult, InputRequest, ListRootsResult, LoggingLevel, LoggingMessageParams,
+    ProgressParams, ProgressToken, ProtocolVersion, RequestId, ResourceContents, Root, methods,
 };
 use crate::server::{ConnId, ConnState, Outbound, Server, Transport};
 
@@ -31,12 +38,20 @@ pub struct Ctx {
     inner: Arc<CtxInner>,
 }
 
-pub(crate) struct CtxInner {
-    pub(crate) server: Server,
-    pub(crate) caller: Caller,
-    pub(crate) request_id: Option<RequestId>,
-    pub(crate) progress_token: Option<ProgressToken>,
-    pub(crate) last_progress: Mutex<Option<f64>>,
+struct CtxInner {
+    server: Server,
+    caller: Caller,
+    request_id: Option<RequestId>,
+    progress_token: Option<ProgressToken>,
+    last_progress: Mutex<Option<f64>>,
+    mrtr: Option<Arc<Mrtr>>,
+}
+
+/// What a 2026-07-28 request declared about itself in its `_meta`.
+#[derive(Debug)]
+pub(crate) struct ModernRequest {
+    pub(crate) capabilities: Arc<ClientCapabilities>,
+    pub(crate) log_level: Option<LoggingLevel>,
 }
 
 /// Who a request came from and where its messages go: shared by the dispatcher and `Ctx`.
@@ -47,19 +62,42 @@ pub(crate) struct Caller {
     pub(crate) cancel: CancellationToken,
     pub(crate) auth: AuthContext,
     pub(crate) version: ProtocolVersion,
+    /// Present on the 2026-07-28 era, where capabilities and log level come with each
+    /// request instead of from the connection.
+    pub(crate) modern: Option<Arc<ModernRequest>>,
 }
 
 impl Caller {
-    /// Whether the human behind this caller can be asked (form elicitation): a live
-    /// transport on this very connection, a channel for this request, and the capability
-    /// declared at initialize.
+    /// The capabilities that apply to this request.
+    pub(crate) fn capabilities(&self) -> Option<Arc<ClientCapabilities>> {
+        match &self.modern {
+            Some(m) => Some(Arc::clone(&m.capabilities)),
+            None => self.conn.capabilities(),
+        }
+    }
+
+    /// Whether the human behind this caller can be asked (form elicitation). Handshake era:
+    /// a live transport on this very connection, a channel for this request, and the
+    /// capability declared at initialize. 2026-07-28: the capability declared on this request.
     pub(crate) fn can_elicit(&self) -> bool {
-        self.sink.is_some()
-            && self.conn.has_subscriber()
-            && self
-                .conn
-                .capabilities()
-                .is_some_and(|c| c.can_elicit_form())
+        let capable = self.capabilities().is_some_and(|c| c.can_elicit_form());
+        match &self.modern {
+            Some(_) => capable,
+            None => capable && self.sink.is_some() && self.conn.has_subscriber(),
+        }
+    }
+
+    /// Whether a log message at `level` should be sent for this request.
+    pub(crate) fn wants_log(&self, level: LoggingLevel) -> bool {
+        match &self.modern {
+            Some(m) => m.log_level.is_some_and(|min| level >= min),
+            None => level >= self.conn.session.read().log_level,
+        }
+    }
+
+    /// The verified principal's subject, if any.
+    pub(crate) fn subject(&self) -> Option<String> {
+        self.auth.principal().map(|p| p.subject.clone())
     }
 }
 
@@ -83,12 +121,42 @@ pub enum Elicitation<T> {
     Cancelled,
 }
 
+/// A client capability a handler may require.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientCapability {
+    /// `sampling`.
+    Sampling,
+    /// `elicitation` (form mode).
+    Elicitation,
+    /// `roots`.
+    Roots,
+}
+
+impl ClientCapability {
+    fn declared_in(self, caps: &ClientCapabilities) -> bool {
+        match self {
+            ClientCapability::Sampling => caps.can_sample(),
+            ClientCapability::Elicitation => caps.can_elicit_form(),
+            ClientCapability::Roots => caps.can_list_roots(),
+        }
+    }
+
+    fn as_object(self) -> Value {
+        match self {
+            ClientCapability::Sampling => json!({"sampling": {}}),
+            ClientCapability::Elicitation => json!({"elicitation": {}}),
+            ClientCapability::Roots => json!({"roots": {}}),
+        }
+    }
+}
+
 impl Ctx {
     pub(crate) fn new(
         server: Server,
         caller: Caller,
         request_id: Option<RequestId>,
         progress_token: Option<ProgressToken>,
+        mrtr: Option<Arc<Mrtr>>,
     ) -> Self {
         Ctx {
             inner: Arc::new(CtxInner {
@@ -97,6 +165,7 @@ impl Ctx {
                 request_id,
                 progress_token,
                 last_progress: Mutex::new(None),
+                mrtr,
             }),
         }
     }
@@ -136,6 +205,30 @@ impl Ctx {
         &self.inner.caller.auth
     }
 
+    /// The capabilities the client declared (at initialize, or on this 2026-07-28 request).
+    pub fn client_capabilities(&self) -> Option<Arc<ClientCapabilities>> {
+        self.inner.caller.capabilities()
+    }
+
+    /// Whether the client declared `capability`.
+    pub fn client_supports(&self, capability: ClientCapability) -> bool {
+        self.client_capabilities()
+            .is_some_and(|c| capability.declared_in(&c))
+    }
+
+    /// Requires a client capability. On the 2026-07-28 era a request without it fails with
+    /// -32021 (`MissingRequiredClientCapability`, naming the capability) and this call never
+    /// returns; on the handshake era it returns `NotSupported`.
+    pub async fn require(&self, capability: ClientCapability) -> Result<(), ClientRequestError> {
+        if self.client_supports(capability) {
+            return Ok(());
+        }
+        match &self.inner.mrtr {
+            Some(m) => m.require(capability.as_object()).await,
+            None => Err(ClientRequestError::NotSupported),
+        }
+    }
+
     /// Whether the client cancelled this request (or went away).
     pub fn is_cancelled(&self) -> bool {
         self.inner.caller.cancel.is_cancelled()
@@ -146,10 +239,11 @@ impl Ctx {
         self.inner.caller.cancel.cancelled().await
     }
 
-    /// Sends a log message to the client if `level` is at or above the level the client
-    /// chose (`logging/setLevel`; `info` until it chooses).
+    /// Sends a log message to the client if it wants messages at `level`: on the handshake
+    /// era at or above the level set with `logging/setLevel` (`info` until then); on the
+    /// 2026-07-28 era only when the request asked for a log level, at or above it.
     pub fn log(&self, level: LoggingLevel, data: impl Into<Value>) {
-        if level < self.inner.caller.conn.session.read().log_level {
+        if !self.inner.caller.wants_log(level) {
             return;
         }
         let Some(sink) = &self.inner.caller.sink else {
@@ -223,14 +317,24 @@ impl Ctx {
         message: &str,
         schema: Value,
     ) -> Result<ElicitResult, ClientRequestError> {
+        let key = self.next_key("elicit");
+        self.elicit_schema_as(&key, message, schema).await
+    }
+
+    /// Like [`Ctx::elicit_schema`], naming the input key used on the 2026-07-28 era (the key
+    /// of this question in the input-required result's `inputRequests`).
+    pub async fn elicit_schema_as(
+        &self,
+        key: &str,
+        message: &str,
+        schema: Value,
+    ) -> Result<ElicitResult, ClientRequestError> {
         if !self.can_elicit() {
             return Err(ClientRequestError::NotSupported);
         }
-        let params = serde_json::json!({"message": message, "requestedSchema": schema});
-        let raw = self
-            .client_request("elicit", methods::ELICITATION_CREATE, &params)
-            .await?;
-        serde_json::from_str(raw.get()).map_err(|e| ClientRequestError::Malformed(e.to_string()))
+        let params = json!({"message": message, "requestedSchema": schema});
+        self.ask(key, "elicit", methods::ELICITATION_CREATE, params)
+            .await
     }
 
     /// Asks the human for a value of type `T`; the form is generated from `T`'s schema.
@@ -249,8 +353,18 @@ impl Ctx {
         &self,
         message: &str,
     ) -> Result<Elicitation<T>, ClientRequestError> {
+        let key = self.next_key("elicit");
+        self.elicit_as(&key, message).await
+    }
+
+    /// Like [`Ctx::elicit`], naming the input key used on the 2026-07-28 era.
+    pub async fn elicit_as<T: DeserializeOwned + schemars::JsonSchema>(
+        &self,
+        key: &str,
+        message: &str,
+    ) -> Result<Elicitation<T>, ClientRequestError> {
         let schema = crate::registry::input_schema_for::<T>();
-        let result = self.elicit_schema(message, schema).await?;
+        let result = self.elicit_schema_as(key, message, schema).await?;
         match result.action {
             ElicitAction::Accept => {
                 let content = Value::Object(result.content.unwrap_or_default());
@@ -268,46 +382,92 @@ impl Ctx {
         &self,
         params: CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, ClientRequestError> {
-        let capable = self
-            .inner
-            .caller
-            .conn
-            .capabilities()
-            .is_some_and(|c| c.can_sample());
-        if !capable || self.inner.caller.sink.is_none() {
+        let key = self.next_key("sample");
+        self.sample_as(&key, params).await
+    }
+
+    /// Like [`Ctx::sample`], naming the input key used on the 2026-07-28 era.
+    pub async fn sample_as(
+        &self,
+        key: &str,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ClientRequestError> {
+        if !self.client_supports(ClientCapability::Sampling) {
             return Err(ClientRequestError::NotSupported);
         }
-        let raw = self
-            .client_request("sample", methods::SAMPLING_CREATE_MESSAGE, &params)
-            .await?;
-        serde_json::from_str(raw.get()).map_err(|e| ClientRequestError::Malformed(e.to_string()))
+        let params = serde_json::to_value(&params).unwrap_or_default();
+        self.ask(key, "sample", methods::SAMPLING_CREATE_MESSAGE, params)
+            .await
     }
 
     /// Asks the client for its roots (`roots/list`).
     pub async fn roots(&self) -> Result<Vec<Root>, ClientRequestError> {
-        let capable = self
-            .inner
-            .caller
-            .conn
-            .capabilities()
-            .is_some_and(|c| c.can_list_roots());
-        if !capable || self.inner.caller.sink.is_none() {
-            return Err(ClientRequestError::NotSupported);
-        }
-        let raw = self
-            .client_request("roots", methods::ROOTS_LIST, &serde_json::json!({}))
-            .await?;
-        serde_json::from_str::<ListRootsResult>(raw.get())
-            .map(|r| r.roots)
-            .map_err(|e| ClientRequestError::Malformed(e.to_string()))
+        let key = self.next_key("roots");
+        self.roots_as(&key).await
     }
 
-    async fn client_request<P: serde::Serialize>(
+    /// Like [`Ctx::roots`], naming the input key used on the 2026-07-28 era.
+    pub async fn roots_as(&self, key: &str) -> Result<Vec<Root>, ClientRequestError> {
+        if !self.client_supports(ClientCapability::Roots) {
+            return Err(ClientRequestError::NotSupported);
+        }
+        let result: ListRootsResult = self
+            .ask(key, "roots", methods::ROOTS_LIST, json!({}))
+            .await?;
+        Ok(result.roots)
+    }
+
+    /// The state this handler stored with [`Ctx::set_request_state`] in the previous round
+    /// of a 2026-07-28 multi round-trip request (verified: the client cannot forge it).
+    pub fn request_state<T: DeserializeOwned>(&self) -> Option<T> {
+        let value = self.inner.mrtr.as_ref()?.app_state()?;
+        serde_json::from_value(value.clone()).ok()
+    }
+
+    /// Stores state for the next round of a 2026-07-28 multi round-trip request; it travels
+    /// sealed inside `requestState`. Does nothing on the handshake era, where the handler
+    /// simply keeps running.
+    pub fn set_request_state<T: Serialize>(&self, state: &T) {
+        if let (Some(m), Ok(v)) = (&self.inner.mrtr, serde_json::to_value(state)) {
+            m.set_app_state(v);
+        }
+    }
+
+    fn next_key(&self, kind: &str) -> String {
+        match &self.inner.mrtr {
+            Some(m) => m.next_key(kind),
+            None => String::new(),
+        }
+    }
+
+    /// One ask of the client, in whichever way the request's era allows.
+    async fn ask<R: DeserializeOwned>(
         &self,
+        key: &str,
         kind: &str,
         method: &str,
-        params: &P,
-    ) -> Result<Box<serde_json::value::RawValue>, ClientRequestError> {
+        params: Value,
+    ) -> Result<R, ClientRequestError> {
+        if self.inner.caller.modern.is_some() {
+            let Some(mrtr) = &self.inner.mrtr else {
+                // Only tools/call, prompts/get and resources/read may ask on this era.
+                return Err(ClientRequestError::NotSupported);
+            };
+            if let Some(answer) = mrtr.answer(key) {
+                match serde_json::from_value::<R>(answer) {
+                    Ok(r) => return Ok(r),
+                    Err(e) => {
+                        // A malformed answer counts as no answer: ask again.
+                        tracing::debug!(target: "mcp::elicit", key, error = %e, "malformed input response; asking again");
+                    }
+                }
+            }
+            let request = InputRequest {
+                method: method.to_owned(),
+                params,
+            };
+            return mrtr.suspend(key.to_owned(), request).await;
+        }
         let sink = self
             .inner
             .caller
@@ -315,10 +475,11 @@ impl Ctx {
             .as_ref()
             .ok_or(ClientRequestError::NotSupported)?;
         let timeout = self.inner.server.config().elicitation_timeout;
-        tokio::select! {
-            r = request_client(&self.inner.caller.conn, sink, kind, method, params, timeout) => r,
-            _ = self.inner.caller.cancel.cancelled() => Err(ClientRequestError::Disconnected),
-        }
+        let raw = tokio::select! {
+            r = request_client(&self.inner.caller.conn, sink, kind, method, &params, timeout) => r?,
+            _ = self.inner.caller.cancel.cancelled() => return Err(ClientRequestError::Disconnected),
+        };
+        serde_json::from_str(raw.get()).map_err(|e| ClientRequestError::Malformed(e.to_string()))
     }
 
     /// Reads another resource of this server, as this caller (the read seam applies).

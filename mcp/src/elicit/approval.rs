@@ -19,6 +19,17 @@ pub(crate) enum Approval {
     NotApproved(String),
 }
 
+/// The input key of the approval question in an input-required result (2026-07-28).
+pub(crate) const APPROVAL_KEY: &str = "mcp.approve";
+
+/// The `elicitation/create` params asking a human to approve running `tool`.
+pub(crate) fn approval_request(tool: &str, prompt: &str) -> Value {
+    json!({
+        "message": prompt,
+        "requestedSchema": approval_schema(tool),
+    })
+}
+
 /// The form asking for approval of `tool`.
 pub(crate) fn approval_schema(tool: &str) -> Value {
     json!({
@@ -41,10 +52,7 @@ pub(crate) async fn ask_approval(
     prompt: &str,
     timeout: Duration,
 ) -> Approval {
-    let params = json!({
-        "message": prompt,
-        "requestedSchema": approval_schema(tool),
-    });
+    let params = approval_request(tool, prompt);
     let answer = request_client(
         conn,
         sink,

@@ -9,6 +9,8 @@
 //! connection going away.
 
 mod approval;
+pub(crate) mod mrtr;
+pub(crate) mod state;
 
 use std::fmt;
 use std::time::Duration;
@@ -17,7 +19,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
-pub(crate) use approval::{Approval, ask_approval};
+pub(crate) use approval::{APPROVAL_KEY, Approval, approval_request, ask_approval, judge};
 
 use crate::protocol::jsonrpc::encode_request;
 use crate::protocol::{ErrorObject, RequestId, Response};

@@ -7,18 +7,38 @@ use super::{Meta, Role};
 
 /// `elicitation/create` params.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "mode", rename_all = "lowercase")]
+#[serde(untagged)]
 pub enum ElicitRequestParams {
-    /// Form mode: the client shows a form built from a flat schema.
-    Form(ElicitFormParams),
     /// URL mode (2025-11-25 on): the client opens a URL.
     Url(ElicitUrlParams),
+    /// Form mode (the default when `mode` is absent): the client shows a form built from a
+    /// flat schema.
+    Form(ElicitFormParams),
+}
+
+/// The `mode` marker of a form elicitation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FormMode {
+    /// `"form"`.
+    #[serde(rename = "form")]
+    Form,
+}
+
+/// The `mode` marker of a URL elicitation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UrlMode {
+    /// `"url"`.
+    #[serde(rename = "url")]
+    Url,
 }
 
 /// Form-mode elicitation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ElicitFormParams {
+    /// `"form"`, or absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<FormMode>,
     /// What to ask the human.
     pub message: String,
     /// A flat object schema of primitive properties.
@@ -29,6 +49,8 @@ pub struct ElicitFormParams {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ElicitUrlParams {
+    /// `"url"`.
+    pub mode: UrlMode,
     /// What the URL is for.
     pub message: String,
     /// The URL to open.

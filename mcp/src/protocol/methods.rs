@@ -32,6 +32,8 @@ pub const COMPLETION_COMPLETE: &str = "completion/complete";
 pub const SERVER_DISCOVER: &str = "server/discover";
 /// `subscriptions/listen` (2026-07-28).
 pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+/// `notifications/subscriptions/acknowledged` (2026-07-28).
+pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 /// `elicitation/create` (server to client).
 pub const ELICITATION_CREATE: &str = "elicitation/create";
 /// `sampling/createMessage` (server to client).

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::BoxFuture;
 use super::completion::Completer;
@@ -73,6 +74,7 @@ where
 pub struct ResourceDef {
     pub(crate) resource: Resource,
     pub(crate) mime: Option<Arc<str>>,
+    pub(crate) cache_ttl: Option<Duration>,
     pub(crate) handler: Arc<dyn ResourceHandler>,
 }
 
@@ -94,6 +96,7 @@ impl ResourceDef {
         ResourceDef {
             resource: Resource::new(uri, name),
             mime: None,
+            cache_ttl: None,
             handler: Arc::new(handler),
         }
     }
@@ -128,6 +131,13 @@ impl ResourceDef {
         self
     }
 
+    /// How long a 2026-07-28 client may cache a read of this resource (default: the server's
+    /// `read_ttl`, 0 unless configured).
+    pub fn cache_ttl(mut self, ttl: Duration) -> Self {
+        self.cache_ttl = Some(ttl);
+        self
+    }
+
     /// Sets the size in bytes.
     pub fn size(mut self, size: u64) -> Self {
         self.resource.size = Some(size);
@@ -147,6 +157,7 @@ pub struct ResourceTemplateDef {
     pub(crate) template: ResourceTemplate,
     pub(crate) parsed: UriTemplate,
     pub(crate) mime: Option<Arc<str>>,
+    pub(crate) cache_ttl: Option<Duration>,
     pub(crate) handler: Arc<dyn ResourceHandler>,
     pub(crate) lister: Option<Arc<dyn ResourceLister>>,
     pub(crate) completers: HashMap<String, Arc<dyn Completer>>,
@@ -181,6 +192,7 @@ impl ResourceTemplateDef {
             },
             parsed,
             mime: None,
+            cache_ttl: None,
             handler: Arc::new(handler),
             lister: None,
             completers: HashMap::new(),
@@ -214,6 +226,12 @@ impl ResourceTemplateDef {
         let m = m.into();
         self.mime = Some(Arc::from(m.as_str()));
         self.template.mime_type = Some(m);
+        self
+    }
+
+    /// How long a 2026-07-28 client may cache a read of a resource of this template.
+    pub fn cache_ttl(mut self, ttl: Duration) -> Self {
+        self.cache_ttl = Some(ttl);
         self
     }
 

@@ -37,6 +37,21 @@ pub struct ServerConfig {
     pub outbound_capacity: usize,
     /// The largest message accepted, in bytes (default 4 MiB).
     pub max_message_size: usize,
+    /// How long a 2026-07-28 client may cache `server/discover` (default 1 hour).
+    pub discover_ttl: Duration,
+    /// How long a 2026-07-28 client may cache a list (default 60 s; `subscriptions/listen`
+    /// tells it sooner when a list changes).
+    pub list_ttl: Duration,
+    /// How long a 2026-07-28 client may cache a resource read, unless the resource says
+    /// otherwise (default 0: immediately stale).
+    pub read_ttl: Duration,
+    /// How long a sealed `requestState` stays valid (default 10 minutes: a human may be
+    /// answering).
+    pub request_state_ttl: Duration,
+    /// Open `subscriptions/listen` streams, across all clients (default 1024).
+    pub max_listeners: usize,
+    /// Used `requestState` nonces remembered until they expire (default 100 000).
+    pub max_used_nonces: usize,
 }
 
 impl Default for ServerConfig {
@@ -50,6 +65,12 @@ impl Default for ServerConfig {
             max_connections: 10_000,
             outbound_capacity: 1024,
             max_message_size: 4 * 1024 * 1024,
+            discover_ttl: Duration::from_secs(3600),
+            list_ttl: Duration::from_secs(60),
+            read_ttl: Duration::ZERO,
+            request_state_ttl: Duration::from_secs(600),
+            max_listeners: 1024,
+            max_used_nonces: 100_000,
         }
     }
 }
@@ -124,6 +145,7 @@ pub struct ServerBuilder {
     enable_prompts: bool,
     audit: Option<AuditSink>,
     on_event: Option<EventHook>,
+    state_key: Option<Vec<u8>>,
 }
 
 impl ServerBuilder {
@@ -145,6 +167,7 @@ impl ServerBuilder {
             enable_prompts: false,
             audit: None,
             on_event: None,
+            state_key: None,
         }
     }
 
@@ -285,6 +308,21 @@ impl ServerBuilder {
         self
     }
 
+    /// The key that seals `requestState` on the 2026-07-28 era (at least 32 bytes). By
+    /// default a random key is drawn per process, which is right for one process; replicas
+    /// behind a load balancer must share one key, or a retry that lands on another replica
+    /// is refused.
+    pub fn state_key(mut self, key: impl Into<Vec<u8>>) -> Self {
+        self.state_key = Some(key.into());
+        self
+    }
+
+    /// How long a sealed `requestState` stays valid.
+    pub fn request_state_ttl(mut self, d: Duration) -> Self {
+        self.config.request_state_ttl = d;
+        self
+    }
+
     /// Advertises tools even if none are registered yet (for servers that register later).
     pub fn enable_tools(mut self) -> Self {
         self.enable_tools = true;
@@ -327,6 +365,8 @@ impl ServerBuilder {
             ("page_size", self.config.page_size),
             ("outbound_capacity", self.config.outbound_capacity),
             ("max_message_size", self.config.max_message_size),
+            ("max_listeners", self.config.max_listeners),
+            ("max_used_nonces", self.config.max_used_nonces),
         ] {
             if value == 0 {
                 return Err(BuildError::InvalidConfig {
@@ -372,10 +412,29 @@ impl ServerBuilder {
             }),
             extensions: None,
         };
+        let state_key = match self.state_key {
+            Some(key) if key.len() < 32 => {
+                return Err(BuildError::InvalidConfig {
+                    option: "state_key",
+                    reason: format!(
+                        "{} bytes is too short; use at least 32 random bytes",
+                        key.len()
+                    ),
+                });
+            }
+            Some(key) => key,
+            None => {
+                let mut key = vec![0u8; 32];
+                getrandom::fill(&mut key).map_err(|e| BuildError::InvalidConfig {
+                    option: "state_key",
+                    reason: format!("no OS random source to draw a key from: {e}"),
+                })?;
+                key
+            }
+        };
         let registry = Registry::new();
         registry.register_all(self.tools, self.resources, self.templates, self.prompts)?;
         let inner = Arc::new(ServerInner {
-            info: self.info,
             instructions: self.instructions,
             capabilities,
             registry,
@@ -384,6 +443,15 @@ impl ServerBuilder {
             read_authorizer: self.read_authorizer,
             conns: ConnTable::new(self.config.max_connections, self.transport, self.on_event),
             in_flight: Arc::new(tokio::sync::Semaphore::new(self.config.max_in_flight)),
+            sealer: crate::elicit::state::StateSealer::new(
+                state_key,
+                self.config.request_state_ttl,
+                self.config.max_used_nonces,
+            ),
+            server_info_json: serde_json::to_string(&self.info).unwrap_or_else(|_| "{}".into()),
+            info: self.info,
+            listeners: parking_lot::Mutex::new(Vec::new()),
+            shutdown: tokio_util::sync::CancellationToken::new(),
             config: self.config,
             audit: self.audit,
         });

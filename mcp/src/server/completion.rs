@@ -62,7 +62,7 @@ impl Server {
                 } else {
                     Vec::new()
                 };
-                return Ok(Reply::result(&scope.id, &completion(values)));
+                return Ok(self.reply(scope, &completion(values), None));
             }
         };
         let values = match completer {
@@ -71,7 +71,7 @@ impl Server {
                 .map_err(|f| f.to_error("completion"))?,
             None => Vec::new(),
         };
-        Ok(Reply::result(&scope.id, &completion(values)))
+        Ok(self.reply(scope, &completion(values), None))
     }
 }
 

@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::{
-    ClientCapabilities, ErrorObject, Implementation, LoggingLevel, ProtocolVersion, RequestId,
+    ClientCapabilities, Era, ErrorObject, Implementation, LoggingLevel, ProtocolVersion, RequestId,
 };
 
 /// Identifies one client connection. Minted by the transport (stdio uses `"stdio"`, HTTP a
@@ -235,6 +235,10 @@ pub(crate) struct ConnState {
     pub(crate) in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
     pub(crate) pending: Mutex<Pending>,
     pub(crate) closed: CancellationToken,
+    /// Cancelled when the client's input closed (stdin EOF): long-lived requests end.
+    pub(crate) input_closed: CancellationToken,
+    /// The era fixed by the connection's first decisive message (stdio).
+    pub(crate) era: Mutex<Option<Era>>,
 }
 
 impl fmt::Debug for ConnState {
@@ -258,6 +262,8 @@ impl ConnState {
             in_flight: Mutex::new(HashMap::new()),
             pending: Mutex::new(Pending::default()),
             closed: CancellationToken::new(),
+            input_closed: CancellationToken::new(),
+            era: Mutex::new(None),
         }
     }
 
@@ -282,6 +288,7 @@ impl ConnState {
     /// drop, in-flight calls are cancelled. Nothing is pushed: the owner is gone.
     pub(crate) fn close(&self) {
         self.closed.cancel();
+        self.input_closed.cancel();
         self.pending.lock().close();
         for (_, token) in self.in_flight.lock().drain() {
             token.cancel();
@@ -378,6 +385,7 @@ impl ConnTable {
                 let fresh = Arc::new(ConnState::new(id.clone(), transport, old.seq));
                 *fresh.session.write() = old.session.read().clone();
                 *fresh.subscriptions.lock() = old.subscriptions.lock().clone();
+                *fresh.era.lock() = *old.era.lock();
                 map.insert(id.clone(), Arc::clone(&fresh));
                 fresh
             }

@@ -13,10 +13,11 @@ use crate::auth::{
     ArgsSource, AuditEvent, AuditOutcome, AuthContext, AuthRequest, Decision, Seam, read_denied,
     reasons, safe_decide,
 };
-use crate::context::{Caller, Ctx};
+use crate::context::{Caller, Ctx, ModernRequest};
+use crate::elicit::mrtr::Mrtr;
 use crate::protocol::jsonrpc::strip_position;
 use crate::protocol::{
-    CancelledParams, ErrorObject, Message, Meta, Notification, ProgressToken, ProtocolVersion,
+    CancelledParams, Era, ErrorObject, Message, Meta, Notification, ProgressToken, ProtocolVersion,
     Request, RequestId, methods,
 };
 
@@ -27,12 +28,18 @@ pub(crate) struct Scope {
 }
 
 impl Scope {
-    pub(crate) fn ctx(&self, server: &Server, progress_token: Option<ProgressToken>) -> Ctx {
+    pub(crate) fn ctx(
+        &self,
+        server: &Server,
+        progress_token: Option<ProgressToken>,
+        mrtr: Option<Arc<Mrtr>>,
+    ) -> Ctx {
         Ctx::new(
             server.clone(),
             self.caller.clone(),
             Some(self.id.clone()),
             progress_token,
+            mrtr,
         )
     }
 
@@ -50,6 +57,7 @@ fn cancellable(method: &str) -> bool {
             | methods::PROMPTS_GET
             | methods::COMPLETION_COMPLETE
             | methods::RESOURCES_LIST
+            | methods::SUBSCRIPTIONS_LISTEN
     )
 }
 
@@ -80,7 +88,18 @@ impl Server {
         extras: RequestExtras,
     ) -> Option<Reply> {
         let Request { id, method, params } = request;
-        let tracked = cancellable(&method);
+        let modern = match self.era_for(conn, &method, params.as_deref(), extras.era) {
+            Era::Handshake => None,
+            Era::Stateless => match self.modern_meta(&method, params.as_deref()) {
+                Ok(meta) => Some(Arc::new(ModernRequest {
+                    capabilities: Arc::new(meta.capabilities),
+                    log_level: meta.log_level,
+                })),
+                Err(e) => return Some(Reply::error(Some(&id), &e)),
+            },
+        };
+        // Only a connection with a live transport can send notifications/cancelled.
+        let tracked = cancellable(&method) && conn.has_subscriber();
         let cancel = if tracked {
             let token = conn.closed.child_token();
             conn.in_flight.lock().insert(id.clone(), token.clone());
@@ -88,13 +107,18 @@ impl Server {
         } else {
             conn.closed.clone()
         };
+        let version = match &modern {
+            Some(_) => ProtocolVersion::V2026_07_28,
+            None => conn.version().unwrap_or(ProtocolVersion::LATEST_HANDSHAKE),
+        };
         let scope = Scope {
             caller: Caller {
                 conn: Arc::clone(conn),
                 sink: extras.sink,
                 cancel: cancel.clone(),
                 auth: AuthContext::new(conn.id.clone(), conn.transport, extras.principal),
-                version: conn.version().unwrap_or(ProtocolVersion::LATEST_HANDSHAKE),
+                version,
+                modern,
             },
             id,
         };
@@ -111,10 +135,14 @@ impl Server {
 
     async fn route(&self, scope: &Scope, method: &str, params: Option<&RawValue>) -> Reply {
         let caps = self.capabilities();
+        let modern = scope.caller.modern.is_some();
+        let handshake = !modern;
         let result = match method {
-            methods::INITIALIZE => self.initialize(scope, params),
-            methods::PING => Ok(Reply::raw_result(&scope.id, "{}")),
-            methods::LOGGING_SET_LEVEL => self.set_level(scope, params),
+            methods::INITIALIZE if handshake => self.initialize(scope, params),
+            methods::PING if handshake => Ok(Reply::raw_result(&scope.id, "{}")),
+            methods::LOGGING_SET_LEVEL if handshake => self.set_level(scope, params),
+            methods::SERVER_DISCOVER if modern => self.discover(scope),
+            methods::SUBSCRIPTIONS_LISTEN if modern => self.listen(scope, params).await,
             methods::TOOLS_LIST if caps.tools.is_some() => self.list_tools(scope, params).await,
             methods::TOOLS_CALL if caps.tools.is_some() => self.call_tool(scope, params).await,
             methods::RESOURCES_LIST if caps.resources.is_some() => {
@@ -126,10 +154,10 @@ impl Server {
             methods::RESOURCES_READ if caps.resources.is_some() => {
                 self.read_resource(scope, params).await
             }
-            methods::RESOURCES_SUBSCRIBE if caps.resources.is_some() => {
+            methods::RESOURCES_SUBSCRIBE if handshake && caps.resources.is_some() => {
                 self.subscribe(scope, params, true).await
             }
-            methods::RESOURCES_UNSUBSCRIBE if caps.resources.is_some() => {
+            methods::RESOURCES_UNSUBSCRIBE if handshake && caps.resources.is_some() => {
                 self.subscribe(scope, params, false).await
             }
             methods::PROMPTS_LIST if caps.prompts.is_some() => {
@@ -256,6 +284,38 @@ impl Failure {
                 t.as_millis()
             )),
         }
+    }
+}
+
+/// How a handler that may ask for input ended.
+pub(crate) enum Outcome<T> {
+    /// It finished.
+    Done(T),
+    /// It suspended waiting for input (2026-07-28): answer with an input-required result.
+    NeedsInput,
+    /// It required a client capability the request did not declare: answer -32021.
+    MissingCapability(Value),
+}
+
+/// Runs a handler that may suspend for input (when `mrtr` is present), contained like
+/// [`contained`].
+pub(crate) async fn run_handler<T>(
+    mrtr: Option<&Arc<Mrtr>>,
+    timeout: std::time::Duration,
+    fut: impl std::future::Future<Output = T>,
+) -> Result<Outcome<T>, Failure> {
+    let Some(m) = mrtr else {
+        return contained(timeout, fut).await.map(Outcome::Done);
+    };
+    // The handler is polled first, so every ask it makes in one poll (a `join!` of several)
+    // is recorded before the suspension is noticed.
+    tokio::select! {
+        biased;
+        r = contained(timeout, fut) => r.map(Outcome::Done),
+        _ = m.suspended() => Ok(match m.missing_capability() {
+            Some(c) => Outcome::MissingCapability(c),
+            None => Outcome::NeedsInput,
+        }),
     }
 }
 

@@ -14,6 +14,7 @@ mod completion;
 mod connection;
 mod dispatch;
 mod lifecycle;
+mod modern;
 mod prompts;
 mod reply;
 mod resources;
@@ -55,6 +56,11 @@ pub(crate) struct ServerInner {
     in_flight: Arc<tokio::sync::Semaphore>,
     config: ServerConfig,
     audit: Option<AuditSink>,
+    /// The server's identity as JSON, for the `_meta` of 2026-07-28 results.
+    server_info_json: String,
+    sealer: crate::elicit::state::StateSealer,
+    listeners: parking_lot::Mutex<Vec<Arc<modern::Listener>>>,
+    shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl fmt::Debug for Server {
@@ -75,6 +81,9 @@ pub struct RequestExtras {
     pub sink: Option<Outbound>,
     /// The principal a verified bearer token names.
     pub principal: Option<Arc<Principal>>,
+    /// The protocol era, when the transport decided it (HTTP decides per request); `None`
+    /// lets the connection's first decisive message fix it.
+    pub era: Option<crate::protocol::Era>,
 }
 
 impl Server {
@@ -153,10 +162,16 @@ impl Server {
             message,
             RequestExtras {
                 sink,
-                principal: None,
+                ..Default::default()
             },
         )
         .await
+    }
+
+    /// Ends every open `subscriptions/listen` stream gracefully (its final result is sent).
+    /// Call it when the process is about to stop.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.cancel();
     }
 
     /// Sends a notification to every connection with a live transport. A
@@ -177,6 +192,7 @@ impl Server {
 
     /// Tells every connection subscribed to `uri` that it changed.
     pub fn resource_updated(&self, uri: &str) {
+        self.notify_listeners_updated(uri);
         let frame = encode_notification(
             methods::RESOURCES_UPDATED,
             Some(&ResourceUpdatedParams {
@@ -194,6 +210,7 @@ impl Server {
         };
         let frame = encode_notification::<()>(method, None);
         self.broadcast(&frame, |c| c.session.read().version.is_some());
+        self.notify_listeners_list_changed(kind);
     }
 
     fn broadcast(&self, frame: &str, mut include: impl FnMut(&ConnState) -> bool) {
@@ -244,7 +261,7 @@ impl Connection {
                 message,
                 RequestExtras {
                     sink,
-                    principal: None,
+                    ..Default::default()
                 },
             )
             .await
@@ -254,7 +271,7 @@ impl Connection {
     pub async fn handle_with(&self, message: Message, extras: RequestExtras) -> Option<Reply> {
         let extras = RequestExtras {
             sink: extras.sink.or_else(|| self.state.outbound()),
-            principal: extras.principal,
+            ..extras
         };
         self.server.dispatch(&self.state, message, extras).await
     }
@@ -288,6 +305,7 @@ impl Connection {
     /// can no longer answer (its input closed). Running requests continue.
     pub fn close_pending(&self) {
         self.state.pending.lock().close();
+        self.state.input_closed.cancel();
     }
 
     async fn handle_batch(

@@ -6,11 +6,13 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use super::compat;
-use super::dispatch::{Scope, contained, parse_params};
-use super::tools::list_reply;
+use super::dispatch::{Outcome, Scope, parse_params, run_handler};
+use super::modern::args_digest;
+use super::tools::list_json;
 use super::{Reply, Server};
+use crate::elicit::state::Binding;
 use crate::protocol::{ErrorObject, GetPromptRequestParams, PaginatedParams, methods};
-use crate::registry::{PromptArgs, PromptError, page};
+use crate::registry::{ListKind, PromptArgs, PromptError, page};
 
 impl Server {
     pub(super) async fn list_prompts(
@@ -30,7 +32,8 @@ impl Server {
             |_, _| true,
         )
         .map_err(|_| ErrorObject::invalid_params("Invalid params: unknown cursor"))?;
-        Ok(list_reply(&scope.id, "prompts", page))
+        let cache = self.list_cache(scope, ListKind::Prompts);
+        Ok(self.reply_raw(scope, &list_json("prompts", page), cache))
     }
 
     pub(super) async fn get_prompt(
@@ -61,19 +64,44 @@ impl Server {
                 missing.join(", ")
             )));
         }
+        let binding = scope.caller.modern.as_ref().map(|_| Binding {
+            method: methods::PROMPTS_GET.to_owned(),
+            target: p.name.clone(),
+            args_digest: args_digest(&serde_json::to_value(&args).unwrap_or_default()),
+            principal: scope.caller.subject(),
+        });
+        let mrtr = match &binding {
+            Some(b) => self.open_mrtr(scope, b, p.request_state.as_deref(), p.input_responses)?,
+            None => None,
+        };
         let handler = Arc::clone(&prompt.handler);
         let Ok(_permit) = self.inner.in_flight.clone().try_acquire_owned() else {
             return Err(ErrorObject::internal(
                 "server_busy: too many requests are running; try again shortly",
             ));
         };
-        let ctx = scope.ctx(self, None);
-        let rendered = contained(
+        let ctx = scope.ctx(self, None, mrtr.clone());
+        let outcome = run_handler(
+            mrtr.as_ref(),
             self.config().call_timeout,
             handler.get(ctx, PromptArgs(args)),
         )
         .await
         .map_err(|f| f.to_error("prompt"))?;
+        let rendered = match outcome {
+            Outcome::Done(rendered) => rendered,
+            Outcome::NeedsInput => {
+                return match (&mrtr, &binding) {
+                    (Some(m), Some(b)) => Ok(self.input_required(scope, m, b)),
+                    _ => Err(ErrorObject::internal(
+                        "a handshake-era prompt cannot suspend",
+                    )),
+                };
+            }
+            Outcome::MissingCapability(required) => {
+                return Err(Self::missing_capability(required));
+            }
+        };
         let mut result = match rendered {
             Ok(result) => result,
             Err(PromptError::InvalidParams(m)) => return Err(ErrorObject::invalid_params(m)),
@@ -85,6 +113,6 @@ impl Server {
             result.description = prompt.prompt.description.clone();
         }
         compat::prompt_result(scope.version(), &mut result);
-        Ok(Reply::result(&scope.id, &result))
+        Ok(self.reply_with_meta(scope, result, None))
     }
 }

@@ -2,19 +2,22 @@
 //! per-connection subscriptions.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::dispatch::{Scope, contained, parse_params};
-use super::tools::list_reply;
+use super::dispatch::{Outcome, Scope, parse_params, run_handler};
+use super::tools::list_json;
 use super::{Reply, Server};
 use crate::context::{Caller, Ctx};
+use crate::elicit::mrtr::Mrtr;
+use crate::elicit::state::Binding;
 use crate::protocol::{
     Era, ErrorObject, PaginatedParams, ReadResourceResult, RequestId, Resource, ResourceContents,
     ResourceUriParams, codes, methods,
 };
-use crate::registry::{Listed, ResourceError, ResourceRequest, page};
+use crate::registry::{ListKind, Listed, ResourceError, ResourceRequest, page};
 
 impl Server {
     pub(super) async fn list_resources(
@@ -27,6 +30,7 @@ impl Server {
             .await?;
         let snapshot = self.registry().snapshot();
         let size = self.config().page_size;
+        let cache = self.list_cache(scope, ListKind::Resources);
         let bad_cursor = |_| ErrorObject::invalid_params("Invalid params: unknown cursor");
         let listers: Vec<_> = snapshot
             .templates()
@@ -41,7 +45,7 @@ impl Server {
                 |_, _| true,
             )
             .map_err(bad_cursor)?;
-            return Ok(list_reply(&scope.id, "resources", page));
+            return Ok(self.reply_raw(scope, &list_json("resources", page), cache));
         }
         // Templates that list their instances make the list dynamic: gather, order by URI,
         // then page like any other list.
@@ -50,7 +54,7 @@ impl Server {
             .map(|r| Arc::new(Listed::new(r.resource.clone(), &r.resource)))
             .collect();
         for lister in listers {
-            let ctx = scope.ctx(self, None);
+            let ctx = scope.ctx(self, None, None);
             for r in lister.list(ctx).await {
                 let json = r.clone();
                 all.push(Arc::new(Listed::new(r, &json)));
@@ -66,7 +70,7 @@ impl Server {
             |_, _| true,
         )
         .map_err(bad_cursor)?;
-        Ok(list_reply(&scope.id, "resources", page))
+        Ok(self.reply_raw(scope, &list_json("resources", page), cache))
     }
 
     pub(super) async fn list_templates(
@@ -88,7 +92,8 @@ impl Server {
             |_, _| true,
         )
         .map_err(|_| ErrorObject::invalid_params("Invalid params: unknown cursor"))?;
-        Ok(list_reply(&scope.id, "resourceTemplates", page))
+        let cache = self.list_cache(scope, ListKind::Resources);
+        Ok(self.reply_raw(scope, &list_json("resourceTemplates", page), cache))
     }
 
     pub(super) async fn read_resource(
@@ -97,16 +102,35 @@ impl Server {
         params: Option<&RawValue>,
     ) -> Result<Reply, ErrorObject> {
         let p: ResourceUriParams = parse_params(methods::RESOURCES_READ, params, true)?;
-        let contents = self
-            .read_core(&scope.caller, Some(scope.id.clone()), &p.uri)
-            .await?;
-        Ok(Reply::result(
-            &scope.id,
-            &ReadResourceResult {
-                contents,
-                meta: None,
+        let retried = p.request_state.is_some() || p.input_responses.is_some();
+        let binding = scope.caller.modern.as_ref().map(|_| Binding {
+            method: methods::RESOURCES_READ.to_owned(),
+            target: p.uri.clone(),
+            args_digest: String::new(),
+            principal: scope.caller.subject(),
+        });
+        let mrtr = match &binding {
+            Some(b) => self.open_mrtr(scope, b, p.request_state.as_deref(), p.input_responses)?,
+            None => None,
+        };
+        match self
+            .read_core(&scope.caller, Some(scope.id.clone()), &p.uri, mrtr.clone())
+            .await?
+        {
+            Outcome::Done((contents, ttl)) => {
+                let cache = self.read_cache(scope, ttl, retried);
+                let result = ReadResourceResult {
+                    contents,
+                    meta: None,
+                };
+                Ok(self.reply_with_meta(scope, result, cache))
+            }
+            Outcome::NeedsInput => match (&mrtr, &binding) {
+                (Some(m), Some(b)) => Ok(self.input_required(scope, m, b)),
+                _ => Err(ErrorObject::internal("a handshake-era read cannot suspend")),
             },
-        ))
+            Outcome::MissingCapability(required) => Err(Self::missing_capability(required)),
+        }
     }
 
     /// Reads a resource on behalf of a handler's `Ctx`, as that caller.
@@ -115,23 +139,37 @@ impl Server {
         ctx: &Ctx,
         uri: &str,
     ) -> Result<Vec<ResourceContents>, ErrorObject> {
-        self.read_core(ctx.caller(), ctx.request_id().cloned(), uri)
-            .await
+        match self
+            .read_core(ctx.caller(), ctx.request_id().cloned(), uri, None)
+            .await?
+        {
+            Outcome::Done((contents, _)) => Ok(contents),
+            _ => Err(ErrorObject::internal(
+                "the resource needs input it cannot ask for here",
+            )),
+        }
     }
 
+    /// Reads `uri` through the read seam; the contents and the resource's own cache TTL.
     async fn read_core(
         &self,
         caller: &Caller,
         request_id: Option<RequestId>,
         uri: &str,
-    ) -> Result<Vec<ResourceContents>, ErrorObject> {
+        mrtr: Option<Arc<Mrtr>>,
+    ) -> Result<Outcome<(Vec<ResourceContents>, Option<Duration>)>, ErrorObject> {
         self.read_gate(caller, methods::RESOURCES_READ, || json!({"uri": uri}))
             .await?;
         let snapshot = self.registry().snapshot();
-        let (handler, mime, vars) = if let Some(r) = snapshot.resource(uri) {
-            (Arc::clone(&r.handler), r.mime.clone(), Default::default())
+        let (handler, mime, vars, ttl) = if let Some(r) = snapshot.resource(uri) {
+            (
+                Arc::clone(&r.handler),
+                r.mime.clone(),
+                Default::default(),
+                r.cache_ttl,
+            )
         } else if let Some((t, vars)) = snapshot.match_template(uri) {
-            (Arc::clone(&t.handler), t.mime.clone(), vars)
+            (Arc::clone(&t.handler), t.mime.clone(), vars, t.cache_ttl)
         } else {
             return Err(not_found(caller, uri));
         };
@@ -140,18 +178,23 @@ impl Server {
                 "server_busy: too many requests are running; try again shortly",
             ));
         };
-        let ctx = Ctx::new(self.clone(), caller.clone(), request_id, None);
+        let ctx = Ctx::new(self.clone(), caller.clone(), request_id, None, mrtr.clone());
         let request = ResourceRequest {
             uri: uri.to_owned(),
             vars,
         };
-        match contained(self.config().call_timeout, handler.read(ctx, request, mime)).await {
-            Ok(Ok(contents)) => Ok(contents),
-            Ok(Err(ResourceError::NotFound)) => Err(not_found(caller, uri)),
-            Ok(Err(ResourceError::InvalidParams(m))) => Err(ErrorObject::invalid_params(m)),
-            Ok(Err(ResourceError::Failed(m))) => {
+        let read = handler.read(ctx, request, mime);
+        match run_handler(mrtr.as_ref(), self.config().call_timeout, read).await {
+            Ok(Outcome::Done(Ok(contents))) => Ok(Outcome::Done((contents, ttl))),
+            Ok(Outcome::Done(Err(ResourceError::NotFound))) => Err(not_found(caller, uri)),
+            Ok(Outcome::Done(Err(ResourceError::InvalidParams(m)))) => {
+                Err(ErrorObject::invalid_params(m))
+            }
+            Ok(Outcome::Done(Err(ResourceError::Failed(m)))) => {
                 Err(ErrorObject::internal(format!("Resource read failed: {m}")))
             }
+            Ok(Outcome::NeedsInput) => Ok(Outcome::NeedsInput),
+            Ok(Outcome::MissingCapability(c)) => Ok(Outcome::MissingCapability(c)),
             Err(failure) => Err(failure.to_error("resource")),
         }
     }

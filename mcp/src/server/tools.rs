@@ -1,20 +1,27 @@
-//! `tools/list` and `tools/call`: the tool seam, the Ask flow and contained execution.
+//! `tools/list` and `tools/call`: the tool seam, the Ask flow (an elicitation on the
+//! handshake era, an input-required result with sealed state on 2026-07-28) and contained
+//! execution.
+
+use std::sync::Arc;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::compat;
-use super::dispatch::{Scope, contained, parse_params, progress_token};
+use super::dispatch::{Outcome, Scope, parse_params, progress_token, run_handler};
+use super::modern::args_digest;
 use super::{Reply, Server};
 use crate::auth::{
     ArgsSource, AuditOutcome, AuthRequest, Decision, Seam, reasons, safe_decide, tool_denied,
 };
 use crate::context::Caller;
-use crate::elicit::{Approval, ask_approval};
+use crate::elicit::mrtr::Mrtr;
+use crate::elicit::state::{ApprovalState, Binding};
+use crate::elicit::{APPROVAL_KEY, Approval, ask_approval, judge};
 use crate::protocol::{
-    CallToolRequestParams, CallToolResult, ErrorObject, PaginatedParams, methods,
+    CallToolRequestParams, CallToolResult, ErrorObject, PaginatedParams, ProgressToken, methods,
 };
-use crate::registry::{Page, ToolArgs, ToolDef, page};
+use crate::registry::{ListKind, Page, ToolArgs, ToolDef, page};
 use crate::server::Transport;
 
 impl Server {
@@ -53,7 +60,8 @@ impl Server {
             )
         }
         .map_err(|_| ErrorObject::invalid_params("Invalid params: unknown cursor"))?;
-        Ok(list_reply(&scope.id, "tools", page))
+        let cache = self.list_cache(scope, ListKind::Tools);
+        Ok(self.reply_raw(scope, &list_json("tools", page), cache))
     }
 
     /// Whether `caller` may see (and so call without being refused) `tool`: the tool seam
@@ -87,7 +95,7 @@ impl Server {
         let p: CallToolRequestParams = parse_params(methods::TOOLS_CALL, params, true)?;
         let snapshot = self.registry().snapshot();
         let tool = snapshot.tool(&p.name);
-        let arguments = p.arguments.map(std::sync::Arc::<RawValue>::from);
+        let arguments = p.arguments.map(Arc::<RawValue>::from);
         let raw_args = arguments.as_deref().map(RawValue::get).unwrap_or("{}");
         let request = AuthRequest::new(
             Seam::Tool,
@@ -96,6 +104,18 @@ impl Server {
             ArgsSource::Raw(raw_args),
             &scope.caller.auth,
         );
+        // On 2026-07-28 every round of this call is bound to this tool, these arguments
+        // and this principal.
+        let binding = scope.caller.modern.as_ref().map(|_| Binding {
+            method: methods::TOOLS_CALL.to_owned(),
+            target: p.name.clone(),
+            args_digest: args_digest(request.arguments()),
+            principal: scope.caller.subject(),
+        });
+        let mrtr = match &binding {
+            Some(b) => self.open_mrtr(scope, b, p.request_state.as_deref(), p.input_responses)?,
+            None => None,
+        };
 
         let decision = if let Some(t) = tool.filter(|t| !has_scopes(&scope.caller, t)) {
             Some(Decision::deny(format!(
@@ -115,44 +135,56 @@ impl Server {
             }
         };
 
+        let deny = |decision_kind: &str, detail: &str, outcome: AuditOutcome| {
+            self.audit(
+                &request,
+                decision.as_ref().unwrap_or(&Decision::Allow),
+                outcome,
+            );
+            Ok(self.tool_reply(scope, tool_denied(&p.name, decision_kind, detail)))
+        };
         let approved = match &decision {
             None | Some(Decision::Allow) => false,
-            Some(Decision::Deny(reason)) => {
-                self.audit(
-                    &request,
-                    decision.as_ref().unwrap_or(&Decision::Allow),
-                    AuditOutcome::Denied,
-                );
-                return Ok(self.tool_reply(scope, tool_denied(&p.name, "deny", reason)));
-            }
-            Some(Decision::Ask(prompt)) => {
-                let outcome = match &scope.caller.sink {
-                    Some(sink) if scope.caller.can_elicit() => {
-                        ask_approval(
-                            &scope.caller.conn,
-                            sink,
-                            &p.name,
-                            prompt,
-                            self.config().elicitation_timeout,
-                        )
-                        .await
-                    }
-                    // A client that cannot be asked gets the deny at once, with the question
-                    // as the detail so a host can show it.
-                    _ => Approval::NotApproved(prompt.clone()),
-                };
-                match outcome {
-                    Approval::Approved => true,
-                    Approval::NotApproved(detail) => {
+            Some(Decision::Deny(reason)) => return deny("deny", reason, AuditOutcome::Denied),
+            Some(Decision::Ask(prompt)) => match (&mrtr, &binding) {
+                (Some(m), Some(b)) => match self.approval_modern(scope, m, b, &p.name, prompt) {
+                    Ok(()) => true,
+                    Err(Ok(question)) => {
                         self.audit(
                             &request,
                             decision.as_ref().unwrap_or(&Decision::Allow),
-                            AuditOutcome::NotApproved(detail.clone()),
+                            AuditOutcome::AwaitingApproval,
                         );
-                        return Ok(self.tool_reply(scope, tool_denied(&p.name, "ask", &detail)));
+                        return Ok(question);
+                    }
+                    Err(Err(detail)) => {
+                        return deny("ask", &detail, AuditOutcome::NotApproved(detail.clone()));
+                    }
+                },
+                _ => {
+                    let outcome = match &scope.caller.sink {
+                        Some(sink) if scope.caller.can_elicit() => {
+                            ask_approval(
+                                &scope.caller.conn,
+                                sink,
+                                &p.name,
+                                prompt,
+                                self.config().elicitation_timeout,
+                            )
+                            .await
+                        }
+                        // A client that cannot be asked gets the deny at once, with the
+                        // question as the detail so a host can show it.
+                        _ => Approval::NotApproved(prompt.clone()),
+                    };
+                    match outcome {
+                        Approval::Approved => true,
+                        Approval::NotApproved(detail) => {
+                            return deny("ask", &detail, AuditOutcome::NotApproved(detail.clone()));
+                        }
                     }
                 }
-            }
+            },
         };
 
         let Some(tool) = tool else {
@@ -162,9 +194,21 @@ impl Server {
             )));
         };
         let token = progress_token(p.meta.as_ref());
-        let result = self
-            .execute_tool(scope, tool, arguments.clone(), token)
-            .await;
+        let result = match self
+            .execute_tool(scope, tool, arguments.clone(), token, mrtr.clone())
+            .await
+        {
+            Outcome::Done(result) => result,
+            Outcome::NeedsInput => {
+                let (Some(m), Some(b)) = (&mrtr, &binding) else {
+                    return Err(ErrorObject::internal("a handshake-era call cannot suspend"));
+                };
+                return Ok(self.input_required(scope, m, b));
+            }
+            Outcome::MissingCapability(required) => {
+                return Err(Self::missing_capability(required));
+            }
+        };
         if let Some(d) = &decision {
             let outcome = if approved {
                 AuditOutcome::Approved
@@ -178,9 +222,38 @@ impl Server {
         Ok(self.tool_reply(scope, result))
     }
 
+    /// The authorizer's Ask on the 2026-07-28 era. `Ok` when this exact call is approved;
+    /// `Err(Ok(reply))` with the approval question as an input-required result;
+    /// `Err(Err(detail))` when it is refused.
+    fn approval_modern(
+        &self,
+        scope: &Scope,
+        mrtr: &Mrtr,
+        binding: &Binding,
+        tool: &str,
+        prompt: &str,
+    ) -> Result<(), Result<Reply, String>> {
+        match mrtr.approval() {
+            ApprovalState::Approved => Ok(()),
+            // The answer only counts alongside the sealed state issued with the question.
+            ApprovalState::Asked => match mrtr.fresh_answer(APPROVAL_KEY).map(judge) {
+                Some(Approval::Approved) => {
+                    mrtr.set_approval(ApprovalState::Approved);
+                    Ok(())
+                }
+                Some(Approval::NotApproved(detail)) => Err(Err(detail)),
+                None => Err(Ok(self.ask_approval_modern(scope, binding, tool, prompt))),
+            },
+            ApprovalState::None if scope.caller.can_elicit() => {
+                Err(Ok(self.ask_approval_modern(scope, binding, tool, prompt)))
+            }
+            ApprovalState::None => Err(Err(prompt.to_owned())),
+        }
+    }
+
     fn tool_reply(&self, scope: &Scope, mut result: CallToolResult) -> Reply {
         compat::tool_result(scope.version(), &mut result);
-        Reply::result(&scope.id, &result)
+        self.reply_with_meta(scope, result, None)
     }
 
     /// Runs a tool under the in-flight cap and the call timeout. A panic or a timeout becomes
@@ -190,21 +263,24 @@ impl Server {
         &self,
         scope: &Scope,
         tool: &ToolDef,
-        arguments: Option<std::sync::Arc<RawValue>>,
-        token: Option<crate::protocol::ProgressToken>,
-    ) -> CallToolResult {
+        arguments: Option<Arc<RawValue>>,
+        token: Option<ProgressToken>,
+        mrtr: Option<Arc<Mrtr>>,
+    ) -> Outcome<CallToolResult> {
         let Ok(_permit) = self.inner.in_flight.clone().try_acquire_owned() else {
-            return CallToolResult::error(format!(
+            return Outcome::Done(CallToolResult::error(format!(
                 "server_busy: {} calls are already running; try again shortly",
                 self.config().max_in_flight
-            ));
+            )));
         };
-        let ctx = scope.ctx(self, token);
+        let ctx = scope.ctx(self, token, mrtr.clone());
         let args = ToolArgs::shared(arguments, tool.schema.clone());
         let timeout = tool.timeout.unwrap_or(self.config().call_timeout);
-        match contained(timeout, tool.handler.call(ctx, args)).await {
-            Ok(result) => result,
-            Err(failure) => CallToolResult::error(failure.to_error("tool").message.into_owned()),
+        match run_handler(mrtr.as_ref(), timeout, tool.handler.call(ctx, args)).await {
+            Ok(outcome) => outcome,
+            Err(failure) => Outcome::Done(CallToolResult::error(
+                failure.to_error("tool").message.into_owned(),
+            )),
         }
     }
 }
@@ -229,7 +305,7 @@ fn has_scopes(caller: &Caller, tool: &ToolDef) -> bool {
 
 /// A list result `{"<key>":[...],"nextCursor":"..."}` assembled from entries serialized at
 /// registration.
-pub(crate) fn list_reply(id: &crate::protocol::RequestId, key: &str, page: Page<'_>) -> Reply {
+pub(crate) fn list_json(key: &str, page: Page<'_>) -> String {
     let mut json =
         String::with_capacity(64 + page.items.iter().map(|i| i.get().len() + 1).sum::<usize>());
     json.push_str("{\"");
@@ -247,5 +323,5 @@ pub(crate) fn list_reply(id: &crate::protocol::RequestId, key: &str, page: Page<
         json.push_str(&Value::String(cursor).to_string());
     }
     json.push('}');
-    Reply::raw_result(id, &json)
+    json
 }

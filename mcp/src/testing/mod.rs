@@ -46,6 +46,7 @@ pub struct TestClient {
     queued: VecDeque<Value>,
     responder: Option<Responder>,
     timeout: Duration,
+    modern: Option<Value>,
 }
 
 impl TestClient {
@@ -66,6 +67,7 @@ impl TestClient {
             queued: VecDeque::new(),
             responder: None,
             timeout: Duration::from_secs(5),
+            modern: None,
         }
     }
 
@@ -130,12 +132,63 @@ impl TestClient {
         Some(serde_json::from_str(&frame).unwrap_or(Value::Null))
     }
 
+    /// Speaks the stateless 2026-07-28 revision from now on: every request carries `_meta`
+    /// with the protocol version and these client capabilities (unless the request sets
+    /// them itself).
+    pub fn use_modern(&mut self, capabilities: Value) {
+        self.modern = Some(capabilities);
+    }
+
+    /// The `_meta` a 2026-07-28 request carries.
+    pub fn modern_meta(capabilities: Value) -> Value {
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+            "io.modelcontextprotocol/clientInfo": {"name": "mcp-test-client", "version": "0"},
+        })
+    }
+
+    fn with_meta(&self, mut params: Value) -> Value {
+        let Some(caps) = &self.modern else {
+            return params;
+        };
+        if !params.is_object() {
+            params = json!({});
+        }
+        let meta = params
+            .as_object_mut()
+            .map(|p| p.entry("_meta").or_insert_with(|| json!({})))
+            .and_then(Value::as_object_mut);
+        if let (Some(meta), Value::Object(defaults)) = (meta, Self::modern_meta(caps.clone())) {
+            for (k, v) in defaults {
+                meta.entry(k).or_insert(v);
+            }
+        }
+        params
+    }
+
     /// Sends a request and waits for its response. Other messages that arrive meanwhile are
     /// kept for [`TestClient::next_message`], except the server's own requests, which the
     /// responder (if set) answers.
     pub async fn request(&mut self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        let message = self.request_message(method, params).await?;
+        match message.get("error") {
+            Some(e) => Err(serde_json::from_value(e.clone())
+                .unwrap_or_else(|_| ErrorObject::internal("malformed error"))),
+            None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+        }
+    }
+
+    /// Like [`TestClient::request`], returning the whole response message (for checking it
+    /// against a schema).
+    pub async fn request_message(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, ErrorObject> {
         let id = self.next_id;
         self.next_id += 1;
+        let params = self.with_meta(params);
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
             let Some(message) = self.receive().await else {
@@ -145,11 +198,7 @@ impl TestClient {
                 )));
             };
             if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
-                return match message.get("error") {
-                    Some(e) => Err(serde_json::from_value(e.clone())
-                        .unwrap_or_else(|_| ErrorObject::internal("malformed error"))),
-                    None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
-                };
+                return Ok(message);
             }
             if let (Some(responder), Some(m), Some(sid)) = (
                 &self.responder,

@@ -1,0 +1,335 @@
+//! Sealed `requestState` for input-required results (2026-07-28).
+//!
+//! The state travels through the client, so it is attacker-controlled input. It is sealed
+//! with HMAC-SHA256 under a server key and binds everything that must not change between
+//! rounds: the method, the target (tool, prompt or URI), a digest of the arguments, the
+//! verified principal, an expiry and a single-use nonce. The answers collected in earlier
+//! rounds ride inside, so a later round can neither drop nor rewrite them.
+//!
+//! The key is random per process by default. Several replicas behind a load balancer must
+//! share one key (see `ServerBuilder::state_key`), or a retry landing on another replica is
+//! rejected.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use hmac::{Hmac, Mac};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::Sha256;
+
+use crate::protocol::Meta;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// What a sealed state must match to be accepted: the request it was issued for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Binding {
+    pub(crate) method: String,
+    pub(crate) target: String,
+    pub(crate) args_digest: String,
+    pub(crate) principal: Option<String>,
+}
+
+/// The sealed contents.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Payload {
+    v: u8,
+    m: String,
+    t: String,
+    d: String,
+    #[serde(default)]
+    p: Option<String>,
+    exp: u64,
+    n: String,
+    #[serde(default)]
+    a: Meta,
+    #[serde(default)]
+    s: Option<Value>,
+    #[serde(default)]
+    ok: u8,
+}
+
+/// Where the authorizer's Ask stands for the call a state belongs to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum ApprovalState {
+    /// No approval question was asked.
+    #[default]
+    None,
+    /// The approval question was asked in the previous round.
+    Asked,
+    /// A human approved this exact call.
+    Approved,
+}
+
+impl ApprovalState {
+    fn to_wire(self) -> u8 {
+        match self {
+            ApprovalState::None => 0,
+            ApprovalState::Asked => 1,
+            ApprovalState::Approved => 2,
+        }
+    }
+
+    fn from_wire(v: u8) -> Self {
+        match v {
+            1 => ApprovalState::Asked,
+            2 => ApprovalState::Approved,
+            _ => ApprovalState::None,
+        }
+    }
+}
+
+/// A verified state: what earlier rounds recorded.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Opened {
+    /// Answers collected in earlier rounds, by input key.
+    pub(crate) answers: Meta,
+    /// The handler's own state, as it set it in the previous round.
+    pub(crate) app_state: Option<Value>,
+    /// Where the authorizer's Ask stands for this call.
+    pub(crate) approval: ApprovalState,
+}
+
+/// Why a state was refused. Every variant is answered with -32602; the detail is logged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum StateError {
+    /// Not a state this server issued, or modified since.
+    Tampered,
+    /// Past its expiry.
+    Expired,
+    /// Already used once.
+    Replayed,
+    /// Issued for another method, target, arguments or principal.
+    Mismatched,
+}
+
+impl StateError {
+    pub(crate) fn describe(&self) -> &'static str {
+        match self {
+            StateError::Tampered => {
+                "requestState failed verification (not issued by this server, or modified)"
+            }
+            StateError::Expired => "requestState has expired; call again without it",
+            StateError::Replayed => "requestState was already used; call again without it",
+            StateError::Mismatched => "requestState was issued for a different request",
+        }
+    }
+}
+
+/// Seals and opens states; remembers used nonces until they expire.
+pub(crate) struct StateSealer {
+    key: Vec<u8>,
+    ttl: Duration,
+    used: Mutex<UsedNonces>,
+}
+
+struct UsedNonces {
+    expiry: HashMap<String, u64>,
+    cap: usize,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+impl StateSealer {
+    pub(crate) fn new(key: Vec<u8>, ttl: Duration, max_used: usize) -> Self {
+        StateSealer {
+            key,
+            ttl,
+            used: Mutex::new(UsedNonces {
+                expiry: HashMap::new(),
+                cap: max_used.max(1),
+            }),
+        }
+    }
+
+    fn mac(&self) -> HmacSha256 {
+        // HMAC accepts keys of any length.
+        HmacSha256::new_from_slice(&self.key).expect("HMAC takes any key length")
+    }
+
+    /// Seals a state for `binding` carrying the answers so far.
+    pub(crate) fn seal(
+        &self,
+        binding: &Binding,
+        answers: Meta,
+        app_state: Option<Value>,
+        approval: ApprovalState,
+    ) -> String {
+        let payload = Payload {
+            v: 1,
+            m: binding.method.clone(),
+            t: binding.target.clone(),
+            d: binding.args_digest.clone(),
+            p: binding.principal.clone(),
+            exp: now_ms() + self.ttl.as_millis() as u64,
+            n: crate::util::random_token(16),
+            a: answers,
+            s: app_state,
+            ok: approval.to_wire(),
+        };
+        let body = B64.encode(serde_json::to_vec(&payload).unwrap_or_default());
+        let mut mac = self.mac();
+        mac.update(body.as_bytes());
+        let tag = B64.encode(mac.finalize().into_bytes());
+        format!("{body}.{tag}")
+    }
+
+    /// Verifies a state against the request presenting it, consuming its nonce.
+    pub(crate) fn open(&self, state: &str, binding: &Binding) -> Result<Opened, StateError> {
+        let (body, tag) = state.split_once('.').ok_or(StateError::Tampered)?;
+        let tag = B64.decode(tag).map_err(|_| StateError::Tampered)?;
+        let mut mac = self.mac();
+        mac.update(body.as_bytes());
+        mac.verify_slice(&tag).map_err(|_| StateError::Tampered)?;
+        let bytes = B64.decode(body).map_err(|_| StateError::Tampered)?;
+        let payload: Payload = serde_json::from_slice(&bytes).map_err(|_| StateError::Tampered)?;
+        let now = now_ms();
+        if payload.v != 1 {
+            return Err(StateError::Tampered);
+        }
+        if payload.exp <= now {
+            return Err(StateError::Expired);
+        }
+        if payload.m != binding.method
+            || payload.t != binding.target
+            || payload.d != binding.args_digest
+            || payload.p != binding.principal
+        {
+            return Err(StateError::Mismatched);
+        }
+        self.consume(&payload.n, payload.exp, now)?;
+        Ok(Opened {
+            answers: payload.a,
+            app_state: payload.s,
+            approval: ApprovalState::from_wire(payload.ok),
+        })
+    }
+
+    fn consume(&self, nonce: &str, exp: u64, now: u64) -> Result<(), StateError> {
+        let mut used = self.used.lock();
+        if used.expiry.contains_key(nonce) {
+            return Err(StateError::Replayed);
+        }
+        if used.expiry.len() >= used.cap {
+            used.expiry.retain(|_, e| *e > now);
+        }
+        if used.expiry.len() >= used.cap {
+            // Every remembered nonce is still live: forget the one closest to expiry
+            // rather than refuse service; it can only be replayed until then.
+            if let Some(oldest) = used
+                .expiry
+                .iter()
+                .min_by_key(|(_, e)| **e)
+                .map(|(n, _)| n.clone())
+            {
+                used.expiry.remove(&oldest);
+                tracing::warn!(target: "mcp::elicit", "used-nonce table full; forgetting the nonce closest to expiry");
+            }
+        }
+        used.expiry.insert(nonce.to_owned(), exp);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binding() -> Binding {
+        Binding {
+            method: "tools/call".into(),
+            target: "delete".into(),
+            args_digest: "abc".into(),
+            principal: None,
+        }
+    }
+
+    fn sealer() -> StateSealer {
+        StateSealer::new(b"k".repeat(32), Duration::from_secs(60), 1000)
+    }
+
+    #[test]
+    fn round_trips_once() {
+        let s = sealer();
+        let mut answers = Meta::new();
+        answers.insert("x".into(), Value::from(1));
+        let state = s.seal(
+            &binding(),
+            answers,
+            Some(Value::from("app")),
+            ApprovalState::Approved,
+        );
+        let opened = s.open(&state, &binding()).unwrap();
+        assert_eq!(opened.answers["x"], 1);
+        assert_eq!(opened.app_state, Some(Value::from("app")));
+        assert_eq!(opened.approval, ApprovalState::Approved);
+        assert_eq!(
+            s.open(&state, &binding()).unwrap_err(),
+            StateError::Replayed
+        );
+    }
+
+    #[test]
+    fn refuses_tampering_other_keys_and_mismatches() {
+        let s = sealer();
+        let state = s.seal(&binding(), Meta::new(), None, ApprovalState::None);
+        let mut bytes = state.clone().into_bytes();
+        bytes[3] ^= 1;
+        assert_eq!(
+            s.open(&String::from_utf8(bytes).unwrap(), &binding())
+                .unwrap_err(),
+            StateError::Tampered
+        );
+        let other = StateSealer::new(b"z".repeat(32), Duration::from_secs(60), 10);
+        assert_eq!(
+            other.open(&state, &binding()).unwrap_err(),
+            StateError::Tampered
+        );
+        for changed in [
+            Binding {
+                target: "other".into(),
+                ..binding()
+            },
+            Binding {
+                args_digest: "def".into(),
+                ..binding()
+            },
+            Binding {
+                principal: Some("mallory".into()),
+                ..binding()
+            },
+            Binding {
+                method: "prompts/get".into(),
+                ..binding()
+            },
+        ] {
+            let state = s.seal(&binding(), Meta::new(), None, ApprovalState::None);
+            assert_eq!(
+                s.open(&state, &changed).unwrap_err(),
+                StateError::Mismatched
+            );
+        }
+        assert_eq!(
+            s.open("no-dot", &binding()).unwrap_err(),
+            StateError::Tampered
+        );
+        assert_eq!(s.open("", &binding()).unwrap_err(), StateError::Tampered);
+    }
+
+    #[test]
+    fn expires() {
+        let s = StateSealer::new(b"k".repeat(32), Duration::from_millis(0), 10);
+        let state = s.seal(&binding(), Meta::new(), None, ApprovalState::None);
+        assert_eq!(s.open(&state, &binding()).unwrap_err(), StateError::Expired);
+    }
+}

@@ -1,0 +1,185 @@
+//! Types of the stateless revision (2026-07-28): per-request metadata, discovery,
+//! input-required results (multi round-trip requests) and subscriptions.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{ClientCapabilities, Implementation, LoggingLevel, Meta, ServerCapabilities};
+
+/// The reserved `_meta` keys.
+pub mod meta_keys {
+    /// The request's protocol version (required on every request).
+    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+    /// The client's capabilities for this request (required).
+    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+    /// The client's identity (optional; informational only).
+    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    /// The minimum log level for this request (optional; no logs without it).
+    pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+    /// The listen request a notification belongs to.
+    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+    /// The server's identity on results.
+    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+}
+
+/// The per-request metadata a 2026-07-28 request carries, validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestMeta {
+    /// The protocol version the request speaks.
+    pub protocol_version: String,
+    /// What the client can do for this request.
+    pub capabilities: ClientCapabilities,
+    /// Who the client says it is.
+    pub client_info: Option<Implementation>,
+    /// The minimum level of log messages wanted for this request.
+    pub log_level: Option<LoggingLevel>,
+}
+
+/// Why a request's `_meta` is unusable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MetaError {
+    /// A required member is missing or has the wrong type.
+    Invalid(String),
+}
+
+impl RequestMeta {
+    /// Reads and validates the reserved members of a request's `_meta`.
+    pub fn from_meta(meta: Option<&Meta>) -> Result<RequestMeta, MetaError> {
+        let meta = meta.ok_or_else(|| MetaError::Invalid("the request has no _meta".into()))?;
+        let protocol_version = match meta.get(meta_keys::PROTOCOL_VERSION) {
+            Some(Value::String(v)) => v.clone(),
+            Some(_) => {
+                return Err(MetaError::Invalid(format!(
+                    "_meta[\"{}\"] must be a string",
+                    meta_keys::PROTOCOL_VERSION
+                )));
+            }
+            None => {
+                return Err(MetaError::Invalid(format!(
+                    "_meta is missing the required \"{}\"",
+                    meta_keys::PROTOCOL_VERSION
+                )));
+            }
+        };
+        let capabilities = match meta.get(meta_keys::CLIENT_CAPABILITIES) {
+            Some(v @ Value::Object(_)) => serde_json::from_value(v.clone()).map_err(|e| {
+                MetaError::Invalid(format!(
+                    "_meta[\"{}\"] is malformed: {e}",
+                    meta_keys::CLIENT_CAPABILITIES
+                ))
+            })?,
+            Some(_) => {
+                return Err(MetaError::Invalid(format!(
+                    "_meta[\"{}\"] must be an object",
+                    meta_keys::CLIENT_CAPABILITIES
+                )));
+            }
+            None => {
+                return Err(MetaError::Invalid(format!(
+                    "_meta is missing the required \"{}\"",
+                    meta_keys::CLIENT_CAPABILITIES
+                )));
+            }
+        };
+        let client_info = meta
+            .get(meta_keys::CLIENT_INFO)
+            .and_then(|v| serde_json::from_value(v.clone()).ok());
+        let log_level = match meta.get(meta_keys::LOG_LEVEL) {
+            None => None,
+            Some(Value::String(l)) => Some(l.parse::<LoggingLevel>().map_err(MetaError::Invalid)?),
+            Some(_) => {
+                return Err(MetaError::Invalid(format!(
+                    "_meta[\"{}\"] must be a string",
+                    meta_keys::LOG_LEVEL
+                )));
+            }
+        };
+        Ok(RequestMeta {
+            protocol_version,
+            capabilities,
+            client_info,
+            log_level,
+        })
+    }
+}
+
+/// How widely a cacheable result may be shared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheScope {
+    /// No caller-specific data: any cache may serve it to anyone.
+    Public,
+    /// Depends on the caller's authorization: caches must not share it across callers.
+    Private,
+}
+
+impl CacheScope {
+    /// The wire form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheScope::Public => "public",
+            CacheScope::Private => "private",
+        }
+    }
+}
+
+/// `server/discover` result (its `resultType`, cache hints and `_meta` are added on the way out).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscoverResult {
+    /// The revisions a client may put in its requests' `_meta`.
+    pub supported_versions: Vec<String>,
+    /// What the server offers.
+    pub capabilities: ServerCapabilities,
+    /// Usage hints for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+/// Which notifications a `subscriptions/listen` stream carries.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionFilter {
+    /// `notifications/tools/list_changed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_list_changed: Option<bool>,
+    /// `notifications/prompts/list_changed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts_list_changed: Option<bool>,
+    /// `notifications/resources/list_changed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources_list_changed: Option<bool>,
+    /// `notifications/resources/updated` for these URIs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_subscriptions: Option<Vec<String>>,
+}
+
+/// `subscriptions/listen` params.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct ListenParams {
+    /// What to listen to.
+    pub notifications: SubscriptionFilter,
+}
+
+/// One request the server needs the client to fulfil before it can finish.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InputRequest {
+    /// `elicitation/create`, `sampling/createMessage` or `roots/list`.
+    pub method: String,
+    /// Its params.
+    pub params: Value,
+}
+
+/// A result asking the client for input before the request can complete.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputRequiredResult {
+    /// Always `"input_required"`.
+    pub result_type: String,
+    /// What the client should ask, by server-chosen key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_requests: Option<std::collections::BTreeMap<String, InputRequest>>,
+    /// Opaque state to echo on the retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+}

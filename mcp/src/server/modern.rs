@@ -1,0 +1,602 @@
+//! The stateless revision (2026-07-28) in the dispatcher: which era a request belongs to,
+//! its per-request metadata, the methods that exist only here (`server/discover`,
+//! `subscriptions/listen`), how results are decorated (`resultType`, `_meta` serverInfo,
+//! cache hints), and input-required results with sealed state.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use super::dispatch::{Scope, parse_params};
+use super::{ConnState, Reply, Server};
+use crate::elicit::mrtr::Mrtr;
+use crate::elicit::state::{ApprovalState, Binding};
+use crate::protocol::jsonrpc::encode_notification;
+use crate::protocol::{
+    CacheScope, CallToolResult, DiscoverResult, Era, ErrorObject, GetPromptResult,
+    InputRequiredResult, ListenParams, Meta, ProtocolVersion, ReadResourceResult, RequestId,
+    RequestMeta, ServerCapabilities, SubscriptionFilter, codes, meta_keys, methods,
+};
+use crate::registry::ListKind;
+use crate::server::{Outbound, Transport};
+
+/// The revisions a client may name in a request's `_meta` (the same list `server/discover`
+/// and -32022 report). Handshake revisions are reached through `initialize` instead.
+pub(crate) const MODERN_VERSIONS: [ProtocolVersion; 1] = [ProtocolVersion::V2026_07_28];
+
+/// A cache hint for a cacheable result.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CacheHint {
+    pub(crate) ttl_ms: u64,
+    pub(crate) scope: CacheScope,
+}
+
+/// Results that carry their own `_meta`, into which `serverInfo` is merged.
+pub(crate) trait HasMeta {
+    fn meta_mut(&mut self) -> &mut Option<Meta>;
+}
+
+impl HasMeta for CallToolResult {
+    fn meta_mut(&mut self) -> &mut Option<Meta> {
+        &mut self.meta
+    }
+}
+
+impl HasMeta for GetPromptResult {
+    fn meta_mut(&mut self) -> &mut Option<Meta> {
+        &mut self.meta
+    }
+}
+
+impl HasMeta for ReadResourceResult {
+    fn meta_mut(&mut self) -> &mut Option<Meta> {
+        &mut self.meta
+    }
+}
+
+/// Splices the 2026-07-28 members into a serialized result object.
+fn decorate(
+    json: &str,
+    result_type: Option<&str>,
+    server_info: Option<&str>,
+    cache: Option<CacheHint>,
+) -> String {
+    let inner = json
+        .trim()
+        .strip_prefix('{')
+        .and_then(|s| s.strip_suffix('}'))
+        .unwrap_or("");
+    let mut out = String::with_capacity(json.len() + 160);
+    out.push('{');
+    let mut first = true;
+    let mut sep = |out: &mut String| {
+        if !first {
+            out.push(',');
+        }
+        first = false;
+    };
+    if let Some(t) = result_type {
+        sep(&mut out);
+        out.push_str("\"resultType\":\"");
+        out.push_str(t);
+        out.push('"');
+    }
+    if let Some(info) = server_info {
+        sep(&mut out);
+        out.push_str("\"_meta\":{\"");
+        out.push_str(meta_keys::SERVER_INFO);
+        out.push_str("\":");
+        out.push_str(info);
+        out.push('}');
+    }
+    if let Some(c) = cache {
+        sep(&mut out);
+        out.push_str(&format!(
+            "\"ttlMs\":{},\"cacheScope\":\"{}\"",
+            c.ttl_ms,
+            c.scope.as_str()
+        ));
+    }
+    if !inner.trim().is_empty() {
+        sep(&mut out);
+        out.push_str(inner);
+    }
+    out.push('}');
+    out
+}
+
+/// One open `subscriptions/listen` stream.
+pub(crate) struct Listener {
+    key: u64,
+    request_id: RequestId,
+    filter: SubscriptionFilter,
+    sink: Outbound,
+}
+
+/// Removes its listener when the listen request ends, however it ends.
+struct ListenerGuard {
+    server: Server,
+    key: u64,
+}
+
+impl Drop for ListenerGuard {
+    fn drop(&mut self) {
+        self.server
+            .inner
+            .listeners
+            .lock()
+            .retain(|l| l.key != self.key);
+    }
+}
+
+static LISTENER_KEYS: AtomicU64 = AtomicU64::new(1);
+
+impl Server {
+    /// Which era a request belongs to. A transport may decide (HTTP does, per request);
+    /// otherwise the connection's first decisive message fixes it for the connection:
+    /// `initialize` selects the handshake era, `server/discover` or a request carrying
+    /// modern `_meta` selects 2026-07-28.
+    pub(crate) fn era_for(
+        &self,
+        conn: &ConnState,
+        method: &str,
+        params: Option<&RawValue>,
+        forced: Option<Era>,
+    ) -> Era {
+        if let Some(era) = forced {
+            return era;
+        }
+        let mut locked = conn.era.lock();
+        if let Some(era) = *locked {
+            return era;
+        }
+        let era = if method == methods::INITIALIZE {
+            Some(Era::Handshake)
+        } else if method == methods::SERVER_DISCOVER || has_modern_meta(params) {
+            Some(Era::Stateless)
+        } else {
+            None
+        };
+        *locked = era;
+        era.unwrap_or(Era::Handshake)
+    }
+
+    /// Validates a 2026-07-28 request's metadata, in the order the specification and the
+    /// conformance suite expect: required members (-32602), then the version (-32022), then
+    /// the method (-32601).
+    pub(crate) fn modern_meta(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<RequestMeta, ErrorObject> {
+        #[derive(serde::Deserialize)]
+        struct Envelope {
+            #[serde(rename = "_meta", default)]
+            meta: Option<Meta>,
+        }
+        let envelope: Envelope = match params {
+            Some(raw) => serde_json::from_str(raw.get()).map_err(|_| {
+                ErrorObject::invalid_params(
+                    "Invalid params: params must be an object with a _meta member",
+                )
+            })?,
+            None => Envelope { meta: None },
+        };
+        let meta = RequestMeta::from_meta(envelope.meta.as_ref()).map_err(|e| {
+            let crate::protocol::MetaError::Invalid(reason) = e;
+            ErrorObject::invalid_params(format!("Invalid params: {reason}"))
+        })?;
+        let supported = MODERN_VERSIONS
+            .iter()
+            .any(|v| v.as_str() == meta.protocol_version);
+        if !supported {
+            return Err(ErrorObject::new(
+                codes::UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+            )
+            .with_data(json!({
+                "supported": MODERN_VERSIONS.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
+                "requested": meta.protocol_version,
+            })));
+        }
+        if !is_modern_method(method) {
+            let message = if is_handshake_only(method) {
+                format!("Method not found: {method} is not part of protocol 2026-07-28")
+            } else {
+                format!("Unknown method: {method}")
+            };
+            return Err(ErrorObject::method_not_found(message));
+        }
+        Ok(meta)
+    }
+
+    /// A success reply shaped for the request's era.
+    pub(crate) fn reply<T: Serialize>(
+        &self,
+        scope: &Scope,
+        result: &T,
+        cache: Option<CacheHint>,
+    ) -> Reply {
+        match scope.caller.modern {
+            None => Reply::result(&scope.id, result),
+            Some(_) => {
+                let json = serde_json::to_string(result).unwrap_or_else(|_| "{}".into());
+                self.reply_raw(scope, &json, cache)
+            }
+        }
+    }
+
+    /// A success reply from already serialized JSON, shaped for the request's era.
+    pub(crate) fn reply_raw(&self, scope: &Scope, json: &str, cache: Option<CacheHint>) -> Reply {
+        match scope.caller.modern {
+            None => Reply::raw_result(&scope.id, json),
+            Some(_) => Reply::raw_result(
+                &scope.id,
+                &decorate(
+                    json,
+                    Some("complete"),
+                    Some(&self.inner.server_info_json),
+                    cache,
+                ),
+            ),
+        }
+    }
+
+    /// A success reply for a result with its own `_meta`, shaped for the request's era.
+    pub(crate) fn reply_with_meta<T: Serialize + HasMeta>(
+        &self,
+        scope: &Scope,
+        mut result: T,
+        cache: Option<CacheHint>,
+    ) -> Reply {
+        if scope.caller.modern.is_none() {
+            return Reply::result(&scope.id, &result);
+        }
+        let info = serde_json::to_value(&self.inner.info).unwrap_or_default();
+        result
+            .meta_mut()
+            .get_or_insert_with(Meta::new)
+            .insert(meta_keys::SERVER_INFO.to_owned(), info);
+        let json = serde_json::to_string(&result).unwrap_or_else(|_| "{}".into());
+        Reply::raw_result(&scope.id, &decorate(&json, Some("complete"), None, cache))
+    }
+
+    /// The cache hint for a list: private when what a caller sees may depend on who asks.
+    pub(crate) fn list_cache(&self, scope: &Scope, kind: ListKind) -> Option<CacheHint> {
+        scope.caller.modern.as_ref()?;
+        let identity_dependent = self.inner.read_authorizer.is_some()
+            || scope.caller.auth.principal().is_some()
+            || (kind == ListKind::Tools && self.inner.authorizer.is_some());
+        Some(CacheHint {
+            ttl_ms: self.config().list_ttl.as_millis() as u64,
+            scope: if identity_dependent {
+                CacheScope::Private
+            } else {
+                CacheScope::Public
+            },
+        })
+    }
+
+    /// The cache hint for a resource read.
+    pub(crate) fn read_cache(
+        &self,
+        scope: &Scope,
+        ttl: Option<std::time::Duration>,
+        retried: bool,
+    ) -> Option<CacheHint> {
+        scope.caller.modern.as_ref()?;
+        let private =
+            self.inner.read_authorizer.is_some() || scope.caller.auth.principal().is_some();
+        Some(CacheHint {
+            // A result reached through input-required rounds is not cacheable.
+            ttl_ms: if retried {
+                0
+            } else {
+                ttl.unwrap_or(self.config().read_ttl).as_millis() as u64
+            },
+            scope: if private || retried {
+                CacheScope::Private
+            } else {
+                CacheScope::Public
+            },
+        })
+    }
+
+    /// The capabilities advertised on the 2026-07-28 era.
+    fn modern_capabilities(&self) -> ServerCapabilities {
+        self.capabilities().clone()
+    }
+
+    pub(crate) fn discover(&self, scope: &Scope) -> Result<Reply, ErrorObject> {
+        let result = DiscoverResult {
+            supported_versions: MODERN_VERSIONS
+                .iter()
+                .map(|v| v.as_str().to_owned())
+                .collect(),
+            capabilities: self.modern_capabilities(),
+            instructions: self.inner.instructions.clone(),
+        };
+        let cache = CacheHint {
+            ttl_ms: self.config().discover_ttl.as_millis() as u64,
+            scope: CacheScope::Public,
+        };
+        Ok(self.reply(scope, &result, Some(cache)))
+    }
+
+    /// Opens the MRTR state of a request: verifies a presented `requestState` against what
+    /// the request is (method, target, arguments, principal) and combines its answers with
+    /// the request's `inputResponses`. `None` on the handshake era.
+    pub(crate) fn open_mrtr(
+        &self,
+        scope: &Scope,
+        binding: &Binding,
+        request_state: Option<&str>,
+        input_responses: Option<Meta>,
+    ) -> Result<Option<Arc<Mrtr>>, ErrorObject> {
+        if scope.caller.modern.is_none() {
+            return Ok(None);
+        }
+        let opened = match request_state {
+            Some(state) => Some(self.inner.sealer.open(state, binding).map_err(|e| {
+                tracing::info!(target: "mcp::elicit", method = %binding.method, target = %binding.target, reason = e.describe(), "requestState refused");
+                ErrorObject::invalid_params(format!("Invalid params: {}", e.describe()))
+            })?),
+            None => None,
+        };
+        Ok(Some(Arc::new(Mrtr::new(opened, input_responses))))
+    }
+
+    /// The input-required result for a suspended request: every ask it recorded and a
+    /// sealed state carrying the answers so far.
+    pub(crate) fn input_required(&self, scope: &Scope, mrtr: &Mrtr, binding: &Binding) -> Reply {
+        let asked = mrtr.take_asked();
+        let state = self.inner.sealer.seal(
+            binding,
+            mrtr.carried_answers(),
+            mrtr.app_state_out(),
+            mrtr.approval(),
+        );
+        let result = InputRequiredResult {
+            result_type: "input_required".to_owned(),
+            input_requests: (!asked.is_empty()).then_some(asked),
+            request_state: Some(state),
+        };
+        let json = serde_json::to_string(&result).unwrap_or_else(|_| "{}".into());
+        Reply::raw_result(
+            &scope.id,
+            &decorate(&json, None, Some(&self.inner.server_info_json), None),
+        )
+    }
+
+    /// The approval question of the authorizer's Ask, as an input-required result.
+    pub(crate) fn ask_approval_modern(
+        &self,
+        scope: &Scope,
+        binding: &Binding,
+        tool: &str,
+        prompt: &str,
+    ) -> Reply {
+        let asked = crate::protocol::InputRequest {
+            method: methods::ELICITATION_CREATE.to_owned(),
+            params: crate::elicit::approval_request(tool, prompt),
+        };
+        let state = self
+            .inner
+            .sealer
+            .seal(binding, Meta::new(), None, ApprovalState::Asked);
+        let result = InputRequiredResult {
+            result_type: "input_required".to_owned(),
+            input_requests: Some([(crate::elicit::APPROVAL_KEY.to_owned(), asked)].into()),
+            request_state: Some(state),
+        };
+        let json = serde_json::to_string(&result).unwrap_or_else(|_| "{}".into());
+        Reply::raw_result(
+            &scope.id,
+            &decorate(&json, None, Some(&self.inner.server_info_json), None),
+        )
+    }
+
+    /// -32021 naming the capabilities the request needed.
+    pub(crate) fn missing_capability(required: Value) -> ErrorObject {
+        ErrorObject::new(
+            codes::MISSING_CLIENT_CAPABILITY,
+            "Missing required client capability",
+        )
+        .with_data(json!({"requiredCapabilities": required}))
+    }
+
+    /// `subscriptions/listen`: acknowledges, then streams the requested change
+    /// notifications until the client cancels or the server shuts down.
+    pub(crate) async fn listen(
+        &self,
+        scope: &Scope,
+        params: Option<&RawValue>,
+    ) -> Result<Reply, ErrorObject> {
+        let p: ListenParams = parse_params(methods::SUBSCRIPTIONS_LISTEN, params, true)?;
+        self.read_gate(
+            &scope.caller,
+            methods::SUBSCRIPTIONS_LISTEN,
+            || json!({"notifications": p.notifications}),
+        )
+        .await?;
+        let Some(sink) = scope.caller.sink.clone() else {
+            return Err(ErrorObject::internal(
+                "subscriptions/listen needs a transport that can stream notifications",
+            ));
+        };
+        if self.inner.listeners.lock().len() >= self.config().max_listeners {
+            return Err(ErrorObject::internal(format!(
+                "too many open subscriptions/listen streams (the limit is {})",
+                self.config().max_listeners
+            )));
+        }
+        let honoured = self.honoured(p.notifications);
+        let subscription = serde_json::to_value(&scope.id).unwrap_or_default();
+        let ack = encode_notification(
+            methods::SUBSCRIPTIONS_ACKNOWLEDGED,
+            Some(&json!({
+                "notifications": honoured,
+                "_meta": {meta_keys::SUBSCRIPTION_ID: subscription},
+            })),
+        );
+        if !sink.send(ack).await {
+            return Err(ErrorObject::internal("the stream closed"));
+        }
+        let key = LISTENER_KEYS.fetch_add(1, Ordering::Relaxed);
+        self.inner.listeners.lock().push(Arc::new(Listener {
+            key,
+            request_id: scope.id.clone(),
+            filter: honoured,
+            sink: sink.clone(),
+        }));
+        let _guard = ListenerGuard {
+            server: self.clone(),
+            key,
+        };
+        tokio::select! {
+            _ = self.inner.shutdown.cancelled() => {}
+            _ = scope.caller.conn.input_closed.cancelled() => {
+                return Err(ErrorObject::internal("the client's input closed"));
+            }
+        }
+        if scope.caller.conn.transport == Transport::Stdio {
+            // On stdio the end of a listen is also announced as a cancellation of it.
+            let cancelled = encode_notification(
+                methods::CANCELLED,
+                Some(&json!({"requestId": scope.id, "reason": "server shutting down"})),
+            );
+            sink.send(cancelled).await;
+        }
+        let result = json!({
+            "_meta": {
+                meta_keys::SUBSCRIPTION_ID: subscription,
+                meta_keys::SERVER_INFO: self.inner.info,
+            }
+        });
+        Ok(Reply::raw_result(
+            &scope.id,
+            &decorate(&result.to_string(), Some("complete"), None, None),
+        ))
+    }
+
+    /// The part of a filter this server can honour.
+    fn honoured(&self, wanted: SubscriptionFilter) -> SubscriptionFilter {
+        let caps = self.capabilities();
+        let yes =
+            |asked: Option<bool>, offered: bool| (asked == Some(true) && offered).then_some(true);
+        let resources = caps.resources.is_some();
+        SubscriptionFilter {
+            tools_list_changed: yes(wanted.tools_list_changed, caps.tools.is_some()),
+            prompts_list_changed: yes(wanted.prompts_list_changed, caps.prompts.is_some()),
+            resources_list_changed: yes(wanted.resources_list_changed, resources),
+            resource_subscriptions: wanted
+                .resource_subscriptions
+                .filter(|uris| resources && !uris.is_empty()),
+        }
+    }
+
+    /// Routes a list_changed to every listen stream that asked for it.
+    pub(crate) fn notify_listeners_list_changed(&self, kind: ListKind) {
+        let (method, wants): (&str, fn(&SubscriptionFilter) -> bool) = match kind {
+            ListKind::Tools => (methods::TOOLS_LIST_CHANGED, |f| {
+                f.tools_list_changed == Some(true)
+            }),
+            ListKind::Prompts => (methods::PROMPTS_LIST_CHANGED, |f| {
+                f.prompts_list_changed == Some(true)
+            }),
+            ListKind::Resources => (methods::RESOURCES_LIST_CHANGED, |f| {
+                f.resources_list_changed == Some(true)
+            }),
+        };
+        let listeners: Vec<Arc<Listener>> = self.inner.listeners.lock().clone();
+        for l in listeners.iter().filter(|l| wants(&l.filter)) {
+            let frame = encode_notification(
+                method,
+                Some(&json!({"_meta": {meta_keys::SUBSCRIPTION_ID: l.request_id}})),
+            );
+            l.sink.try_send(frame);
+        }
+    }
+
+    /// Routes a resources/updated to every listen stream subscribed to `uri`.
+    pub(crate) fn notify_listeners_updated(&self, uri: &str) {
+        let listeners: Vec<Arc<Listener>> = self.inner.listeners.lock().clone();
+        for l in &listeners {
+            let subscribed = l
+                .filter
+                .resource_subscriptions
+                .as_ref()
+                .is_some_and(|uris| uris.iter().any(|u| u == uri));
+            if subscribed {
+                let frame = encode_notification(
+                    methods::RESOURCES_UPDATED,
+                    Some(&json!({"uri": uri, "_meta": {meta_keys::SUBSCRIPTION_ID: l.request_id}})),
+                );
+                l.sink.try_send(frame);
+            }
+        }
+    }
+}
+
+/// A cheap test for modern `_meta` before parsing: handshake-era traffic never pays more
+/// than a substring search, and only until the connection's era is fixed.
+fn has_modern_meta(params: Option<&RawValue>) -> bool {
+    params.is_some_and(|p| p.get().contains(meta_keys::PROTOCOL_VERSION))
+}
+
+fn is_modern_method(method: &str) -> bool {
+    matches!(
+        method,
+        methods::SERVER_DISCOVER
+            | methods::TOOLS_LIST
+            | methods::TOOLS_CALL
+            | methods::RESOURCES_LIST
+            | methods::RESOURCES_TEMPLATES_LIST
+            | methods::RESOURCES_READ
+            | methods::PROMPTS_LIST
+            | methods::PROMPTS_GET
+            | methods::COMPLETION_COMPLETE
+            | methods::SUBSCRIPTIONS_LISTEN
+    )
+}
+
+fn is_handshake_only(method: &str) -> bool {
+    matches!(
+        method,
+        methods::INITIALIZE
+            | methods::PING
+            | methods::LOGGING_SET_LEVEL
+            | methods::RESOURCES_SUBSCRIBE
+            | methods::RESOURCES_UNSUBSCRIBE
+    )
+}
+
+/// The canonical digest of a request's arguments, for binding sealed state to them.
+pub(crate) fn args_digest(args: &Value) -> String {
+    crate::auth::audit::digest_json(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decorates_results() {
+        let cache = Some(CacheHint {
+            ttl_ms: 5,
+            scope: CacheScope::Public,
+        });
+        assert_eq!(
+            decorate("{}", Some("complete"), Some("{\"name\":\"s\"}"), cache),
+            r#"{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"}},"ttlMs":5,"cacheScope":"public"}"#
+        );
+        assert_eq!(
+            decorate(r#"{"tools":[]}"#, Some("complete"), None, None),
+            r#"{"resultType":"complete","tools":[]}"#
+        );
+        assert_eq!(decorate(r#"{"a":1}"#, None, None, None), r#"{"a":1}"#);
+    }
+}
