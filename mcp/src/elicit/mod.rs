@@ -66,6 +66,9 @@ pub(crate) async fn request_client<P: Serialize>(
     let id = format!("mcp-{kind}-{}", crate::util::random_token(12));
     let (tx, rx) = oneshot::channel();
     conn.pending.lock().insert(id.clone(), tx);
+    // However the wait ends (answer, timeout, or this future being dropped because the
+    // request that asked was cancelled or ran out of time), the entry goes with it.
+    let _parked = Parked { conn, id: &id };
     let frame = encode_request(&RequestId::from(id.as_str()), method, params);
     if conn.closed.is_cancelled() || !sink.send(frame).await {
         conn.pending.lock().remove(&id);
@@ -93,6 +96,18 @@ pub(crate) async fn request_client<P: Serialize>(
                 }
             }
         }
+    }
+}
+
+/// Removes a parked request's entry when its waiter goes away.
+struct Parked<'a> {
+    conn: &'a ConnState,
+    id: &'a str,
+}
+
+impl Drop for Parked<'_> {
+    fn drop(&mut self) {
+        self.conn.pending.lock().remove(self.id);
     }
 }
 

@@ -470,6 +470,29 @@ mod tests {
         assert_eq!(table.len(), 1);
     }
 
+    #[tokio::test]
+    async fn a_request_to_the_client_that_is_dropped_leaves_nothing_parked() {
+        let table = ConnTable::new(4, Transport::Unknown, None);
+        let (out, mut rx) = Outbound::channel(4);
+        let (state, _token) = table.attach(&ConnId::new("c"), Transport::Http, out.clone());
+        let params = serde_json::json!({});
+        let asking = crate::elicit::request_client(
+            &state,
+            &out,
+            "elicit",
+            "elicitation/create",
+            &params,
+            std::time::Duration::from_secs(60),
+        );
+        // The question goes out; then the waiter is dropped, as when the call that asked is
+        // cancelled or times out.
+        tokio::select! {
+            _ = asking => panic!("nobody answered"),
+            frame = rx.recv() => assert!(frame.is_some()),
+        }
+        assert!(state.pending.lock().is_empty());
+    }
+
     #[test]
     fn takeover_inherits_nothing_and_stale_detach_is_ignored() {
         let table = ConnTable::new(8, Transport::Unknown, None);
