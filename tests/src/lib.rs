@@ -79,8 +79,7 @@ pub fn deny_payload(result: &CallToolResult) -> Value {
 
 /// Like [`deny_payload`], for a raw `result` value of a tools/call response.
 pub fn deny_payload_value(result: &Value) -> Value {
-    let result: CallToolResult =
-        serde_json::from_value(result.clone()).expect("a CallToolResult");
+    let result: CallToolResult = serde_json::from_value(result.clone()).expect("a CallToolResult");
     deny_payload(&result)
 }
 
@@ -124,7 +123,10 @@ pub async fn expect_server_request(client: &mut TestClient, method: &str) -> Val
         .await
         .unwrap_or_else(|| panic!("no {method} request arrived"));
     assert_eq!(message["method"], method, "{message}");
-    assert!(message.get("id").is_some(), "a request has an id: {message}");
+    assert!(
+        message.get("id").is_some(),
+        "a request has an id: {message}"
+    );
     message
 }
 

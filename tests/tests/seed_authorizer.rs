@@ -61,7 +61,11 @@ fn context_for_test() -> auth::AuthContext {
         .unwrap();
     rt.block_on(server.handle_message(
         &ConnId::new("probe"),
-        Message::request(1, "tools/call", json!({"name": "add", "arguments": {"a": 1, "b": 1}})),
+        Message::request(
+            1,
+            "tools/call",
+            json!({"name": "add", "arguments": {"a": 1, "b": 1}}),
+        ),
     ));
     seen.lock().clone().expect("the authorizer saw a context")
 }
@@ -319,7 +323,11 @@ async fn a_connection_without_a_transport_gets_the_servers_declared_transport() 
     let reply = server
         .handle_message(
             &id,
-            Message::request(2, "tools/call", json!({"name": "add", "arguments": {"a": 1, "b": 1}})),
+            Message::request(
+                2,
+                "tools/call",
+                json!({"name": "add", "arguments": {"a": 1, "b": 1}}),
+            ),
         )
         .await
         .unwrap();
@@ -456,7 +464,10 @@ fn deployment_production_fails_closed_for_unidentified_environments() {
     // Nothing set, or anything not identifiably dev/test (a release, staging): production.
     for env in [None, Some("release"), Some("staging"), Some("")] {
         assert!(Deployment::new(env, None).production(), "{env:?}");
-        assert!(Deployment::new(env, None).require_authorization(), "{env:?}");
+        assert!(
+            Deployment::new(env, None).require_authorization(),
+            "{env:?}"
+        );
     }
     for env in ["dev", "development", "test", "TEST"] {
         assert!(!Deployment::new(Some(env), None).production(), "{env}");
@@ -475,14 +486,20 @@ fn deployment_require_authorization_honours_the_override() {
 #[test]
 fn deployment_enforce_refuses_only_when_required_and_unconfigured() {
     let test = Deployment::new(Some("test"), None);
-    assert!(test.enforce_authorization(false, "MCP SSE transport").is_ok());
+    assert!(
+        test.enforce_authorization(false, "MCP SSE transport")
+            .is_ok()
+    );
     assert!(
         test.enforce_read_authorization(false, "MCP SSE transport")
             .is_ok()
     );
 
     let prod = Deployment::new(None, None);
-    assert!(prod.enforce_authorization(true, "MCP SSE transport").is_ok());
+    assert!(
+        prod.enforce_authorization(true, "MCP SSE transport")
+            .is_ok()
+    );
     assert!(
         prod.enforce_read_authorization(true, "MCP SSE transport")
             .is_ok()
