@@ -296,12 +296,14 @@ async fn a_slow_tool_does_not_block_ping_from_another_client() {
 
 #[tokio::test]
 async fn a_slow_resource_does_not_block_ping() {
+    let started = Arc::new(Notify::new());
     let release = Arc::new(Notify::new());
-    let r2 = Arc::clone(&release);
+    let (s2, r2) = (Arc::clone(&started), Arc::clone(&release));
     let server = basic()
         .resource(ResourceDef::new("app://slow", "slow", move |_c, _r| {
-            let r2 = Arc::clone(&r2);
+            let (s2, r2) = (Arc::clone(&s2), Arc::clone(&r2));
             async move {
+                s2.notify_one();
                 r2.notified().await;
                 "done"
             }
@@ -314,7 +316,9 @@ async fn a_slow_resource_does_not_block_ping() {
         json!({"jsonrpc": "2.0", "id": 100, "method": "resources/read",
                   "params": {"uri": "app://slow"}}),
     );
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    tokio::time::timeout(Duration::from_secs(2), started.notified())
+        .await
+        .expect("the read started");
     assert_eq!(b.request("ping", json!({})).await.unwrap(), json!({}));
     release.notify_one();
     let response = expect_response(&mut a, 100).await;
