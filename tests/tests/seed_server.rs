@@ -656,6 +656,66 @@ async fn pages_follow_next_cursor_and_a_bad_cursor_is_invalid_params() {
     assert_eq!(err.code, -32602);
 }
 
+#[tokio::test]
+async fn pages_count_only_what_the_caller_may_see_and_never_point_at_hidden_tools() {
+    let runs = Runs::new();
+    let mut b = Server::builder("raxol", "0").page_size(2);
+    // The last visible page is full and only hidden tools follow it.
+    for name in ["a", "b", "c", "d", "x_hidden", "y_hidden"] {
+        b = b.tool(counting_tool(name, &runs));
+    }
+    let server = b
+        .authorizer(policy(|req| {
+            if req.name().ends_with("_hidden") {
+                Decision::deny("hidden")
+            } else {
+                Decision::Allow
+            }
+        }))
+        .build()
+        .unwrap();
+    let mut client = client_of(&server).await;
+    let first = client.request("tools/list", json!({})).await.unwrap();
+    assert_eq!(first["tools"].as_array().unwrap().len(), 2);
+    let cursor = first["nextCursor"]
+        .as_str()
+        .expect("c and d are still to come");
+    let second = client
+        .request("tools/list", json!({"cursor": cursor}))
+        .await
+        .unwrap();
+    // The last visible tools; no cursor leads on to the hidden ones.
+    let names: Vec<&str> = second["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["c", "d"]);
+    assert!(second.get("nextCursor").is_none(), "{second}");
+}
+
+#[tokio::test]
+async fn an_oversized_message_is_refused_and_the_server_keeps_serving() {
+    let runs = Runs::new();
+    let server = basic()
+        .tool(counting_tool("count", &runs))
+        .max_message_size(512)
+        .build()
+        .unwrap();
+    let mut client = client_of(&server).await;
+    let padding = "x".repeat(1024);
+    let frame = call_frame(100, "count", json!({"padding": padding})).to_string();
+    let r = roundtrip(&mut client, &frame).await;
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("512"),
+        "{r}"
+    );
+    assert_eq!(runs.get(), 0);
+    assert_eq!(client.request("ping", json!({})).await.unwrap(), json!({}));
+}
+
 // ---- completion ----
 
 fn with_prompts() -> ServerBuilder {
