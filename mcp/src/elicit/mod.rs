@@ -70,6 +70,9 @@ pub(crate) async fn request_client<P: Serialize>(
     if !conn.pending.lock().park(id.clone(), tx) {
         return Err(ClientRequestError::Disconnected);
     }
+    // However the wait ends (answer, timeout, or this future being dropped because the
+    // request that asked was cancelled or ran out of time), the entry goes with it.
+    let _parked = Parked { conn, id: &id };
     let frame = encode_request(&RequestId::from(id.as_str()), method, params);
     if !sink.send(frame).await {
         conn.pending.lock().take(&id);
@@ -97,6 +100,18 @@ pub(crate) async fn request_client<P: Serialize>(
                 }
             }
         }
+    }
+}
+
+/// Removes a parked request's entry when its waiter goes away.
+struct Parked<'a> {
+    conn: &'a ConnState,
+    id: &'a str,
+}
+
+impl Drop for Parked<'_> {
+    fn drop(&mut self) {
+        self.conn.pending.lock().take(self.id);
     }
 }
 

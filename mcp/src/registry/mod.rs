@@ -489,14 +489,16 @@ pub(crate) fn page<'a, T>(
     };
     let mut items = Vec::new();
     let mut last_key = None;
-    let mut iter = entries.iter().enumerate().skip(start).peekable();
+    let mut iter = entries.iter().enumerate().skip(start);
     while let Some((index, e)) = iter.next() {
         if !visible(index, &e.def) {
             continue;
         }
         items.push(&*e.json);
         if items.len() == size {
-            if iter.peek().is_some() {
+            // Only entries this caller may see make another page: a cursor in front of
+            // hidden entries alone would reveal that they exist.
+            if iter.any(|(i, next)| visible(i, &next.def)) {
                 last_key = Some(key(&e.def));
             }
             break;
@@ -580,6 +582,22 @@ mod tests {
         assert_eq!(p3.items.len(), 1);
         assert!(p3.next_cursor.is_none());
         assert!(page(s.tool_entries(), |t| t.name(), Some("!!"), 2, |_, _| true).is_err());
+    }
+
+    #[test]
+    fn no_cursor_in_front_of_hidden_entries_only() {
+        let r = Registry::new();
+        for n in ["a", "b", "x", "y"] {
+            r.register_tool(tool(n)).unwrap();
+        }
+        let s = r.snapshot();
+        let shown = |_: usize, t: &ToolDef| !matches!(t.name(), "x" | "y");
+        let p = page(s.tool_entries(), |t| t.name(), None, 2, shown).unwrap();
+        assert_eq!(p.items.len(), 2);
+        assert!(p.next_cursor.is_none());
+        let some_hidden = |_: usize, t: &ToolDef| t.name() != "x";
+        let p = page(s.tool_entries(), |t| t.name(), None, 2, some_hidden).unwrap();
+        assert!(p.next_cursor.is_some());
     }
 
     #[test]

@@ -217,6 +217,12 @@ impl Pending {
         self.waiting.remove(id)
     }
 
+    /// Whether nothing is parked.
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+
     /// Closes every parked request and refuses new ones.
     pub(crate) fn close(&mut self) {
         self.closed = true;
@@ -505,6 +511,29 @@ mod tests {
         table.attach(&ConnId::new("b"), Transport::Http, b);
         assert!(table.get(&ConnId::new("a")).is_none());
         assert_eq!(table.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_request_to_the_client_that_is_dropped_leaves_nothing_parked() {
+        let table = ConnTable::new(4, Transport::Unknown, None);
+        let (out, mut rx) = Outbound::channel(4);
+        let (state, _token) = table.attach(&ConnId::new("c"), Transport::Http, out.clone());
+        let params = serde_json::json!({});
+        let asking = crate::elicit::request_client(
+            &state,
+            &out,
+            "elicit",
+            "elicitation/create",
+            &params,
+            std::time::Duration::from_secs(60),
+        );
+        // The question goes out; then the waiter is dropped, as when the call that asked is
+        // cancelled or times out.
+        tokio::select! {
+            _ = asking => panic!("nobody answered"),
+            frame = rx.recv() => assert!(frame.is_some()),
+        }
+        assert!(state.pending.lock().is_empty());
     }
 
     #[test]

@@ -124,7 +124,19 @@ impl Server {
         };
         let reply = tokio::select! {
             biased;
-            _ = cancel.cancelled() => None,
+            // A request the client cancelled gets no response. One stopped because the
+            // server closed the connection (its state was evicted, or another transport took
+            // over its id) is answered: the transport may still be there, and silence would
+            // leave its client waiting forever.
+            _ = cancel.cancelled() => conn.closed.is_cancelled().then(|| {
+                Reply::error(
+                    Some(&scope.id),
+                    &ErrorObject::invalid_request(
+                        "Invalid request: the server closed this connection (its state was \
+                         evicted or its id was taken over); reconnect and initialize again",
+                    ),
+                )
+            }),
             reply = self.route(&scope, &method, params.as_deref()) => Some(reply),
         };
         if tracked {

@@ -175,15 +175,20 @@ impl Server {
     }
 
     /// Sends a notification to every connection with a live transport. A
-    /// `notifications/resources/updated` goes only to connections subscribed to its URI.
+    /// `notifications/resources/updated` goes only to connections subscribed to its URI; one
+    /// without a URI concerns no subscriber and is dropped.
     pub fn notify(&self, method: &str, params: Option<serde_json::Value>) {
-        if method == methods::RESOURCES_UPDATED
-            && let Some(uri) = params
+        if method == methods::RESOURCES_UPDATED {
+            match params
                 .as_ref()
                 .and_then(|p| p.get("uri"))
                 .and_then(|u| u.as_str())
-        {
-            self.resource_updated(uri);
+            {
+                Some(uri) => self.resource_updated(uri),
+                None => {
+                    tracing::warn!(target: "mcp::server", "dropping notifications/resources/updated without params.uri");
+                }
+            }
             return;
         }
         let frame = encode_notification(method, params.as_ref());

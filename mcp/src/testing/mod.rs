@@ -31,7 +31,6 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::protocol::jsonrpc::{Incoming, decode};
 use crate::protocol::{CallToolResult, ErrorObject, Tool};
 use crate::server::{ConnId, Connection, Outbound, OutboundReceiver, Server, Transport};
 
@@ -96,13 +95,14 @@ impl TestClient {
         self.send_frame(message.to_string().into_bytes());
     }
 
-    /// Sends raw bytes as one frame (for malformed-input tests).
+    /// Sends raw bytes as one frame (for malformed-input tests). The frame goes through
+    /// [`Connection::handle_frame`], so the server's message size limit applies as it does
+    /// on a transport.
     pub fn send_frame(&self, frame: Vec<u8>) {
         let conn = Arc::clone(&self.conn);
         let out = self.out.clone();
         tokio::spawn(async move {
-            let incoming: Incoming = decode(&frame);
-            if let Some(reply) = conn.handle_incoming(incoming).await {
+            if let Some(reply) = conn.handle_frame(&frame).await {
                 out.send(reply.into_frame()).await;
             }
         });

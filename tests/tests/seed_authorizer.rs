@@ -1,0 +1,552 @@
+//! Port of the seed's authorizer_test: the tool seam, its built-ins, containment of broken
+//! policies, the closed context, tools/list filtering, `authorization_configured` and the
+//! Deployment boot guards.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp::auth::deployment::Deployment;
+use mcp::auth::{
+    self, AuthRequest, AuthorizerSource, Decision, Seam, allow_all, allowlist, deny_all, policy,
+    policy_async,
+};
+use mcp::protocol::Message;
+use mcp::server::ServerConfig;
+use mcp::testing::TestClient;
+use mcp::{ConnId, Server, Transport};
+use mcp_tests::{Runs, add_tool, counting_tool, deny_payload, initialized_client};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+
+fn server_with(authorizer: Option<Arc<dyn auth::Authorizer>>) -> Server {
+    let mut b = Server::builder("seed", "0.0.0").tool(add_tool());
+    if let Some(a) = authorizer {
+        b = b.authorizer(a);
+    }
+    b.build().expect("server builds")
+}
+
+async fn call_add(server: &Server) -> mcp::protocol::CallToolResult {
+    let mut client = initialized_client(server, json!({})).await;
+    client
+        .call_tool("add", json!({"a": 2, "b": 3}))
+        .await
+        .expect("tools/call answers")
+}
+
+fn decide(a: &dyn auth::Authorizer, name: &str) -> Decision {
+    let ctx_holder = context_for_test();
+    let request = AuthRequest::for_test(Seam::Tool, name, None, json!({}), &ctx_holder);
+    match a.decide(&request) {
+        auth::Verdict::Now(d) => d,
+        auth::Verdict::Later(_) => panic!("built-ins decide synchronously"),
+    }
+}
+
+/// An `AuthContext` as the server builds it: captured from a real request.
+fn context_for_test() -> auth::AuthContext {
+    let seen: Arc<Mutex<Option<auth::AuthContext>>> = Arc::default();
+    let s2 = Arc::clone(&seen);
+    let server = Server::builder("ctx", "0")
+        .tool(add_tool())
+        .authorizer(policy(move |req| {
+            *s2.lock() = Some(req.context().clone());
+            Decision::Allow
+        }))
+        .build()
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(server.handle_message(
+        &ConnId::new("probe"),
+        Message::request(
+            1,
+            "tools/call",
+            json!({"name": "add", "arguments": {"a": 1, "b": 1}}),
+        ),
+    ));
+    seen.lock().clone().expect("the authorizer saw a context")
+}
+
+#[test]
+fn builders_decide_as_documented() {
+    assert_eq!(decide(&*allow_all(), "anything"), Decision::Allow);
+    assert_eq!(
+        decide(&*deny_all("nope"), "anything"),
+        Decision::Deny("nope".into())
+    );
+    let list = allowlist(["add", "ping_tool"]);
+    assert_eq!(decide(&*list, "add"), Decision::Allow);
+    assert_eq!(decide(&*list, "ping_tool"), Decision::Allow);
+    assert_eq!(
+        decide(&*list, "delete"),
+        Decision::Deny("not_allowlisted".into())
+    );
+}
+
+#[tokio::test]
+async fn no_authorizer_allows() {
+    let result = call_add(&server_with(None)).await;
+    assert!(!result.is_error());
+    assert_eq!(result.content[0].as_text(), Some("5"));
+}
+
+#[tokio::test]
+async fn allow_all_runs_the_tool() {
+    let result = call_add(&server_with(Some(allow_all()))).await;
+    assert!(!result.is_error());
+    assert_eq!(result.content[0].as_text(), Some("5"));
+}
+
+#[tokio::test]
+async fn deny_all_gives_the_authorization_required_payload() {
+    let result = call_add(&server_with(Some(deny_all("blocked")))).await;
+    let payload = deny_payload(&result);
+    assert_eq!(
+        payload,
+        json!({
+            "error": "authorization_required",
+            "tool": "add",
+            "decision": "deny",
+            "detail": "blocked",
+        })
+    );
+}
+
+#[tokio::test]
+async fn ask_without_elicitation_denies_with_the_prompt_as_detail() {
+    let server = server_with(Some(policy(|_| Decision::ask("Add two numbers?"))));
+    let payload = deny_payload(&call_add(&server).await);
+    assert_eq!(payload["decision"], "ask");
+    assert_eq!(payload["detail"], "Add two numbers?");
+    assert_eq!(payload["tool"], "add");
+}
+
+#[tokio::test]
+async fn allowlist_denies_other_tools() {
+    let runs = Runs::new();
+    let server = Server::builder("seed", "0")
+        .tool(add_tool())
+        .tool(counting_tool("other", &runs))
+        .authorizer(allowlist(["add"]))
+        .build()
+        .unwrap();
+    let mut client = initialized_client(&server, json!({})).await;
+    let ok = client
+        .call_tool("add", json!({"a": 1, "b": 1}))
+        .await
+        .unwrap();
+    assert_eq!(ok.content[0].as_text(), Some("2"));
+    let denied = client.call_tool("other", json!({})).await.unwrap();
+    let payload = deny_payload(&denied);
+    assert_eq!(payload["decision"], "deny");
+    assert_eq!(payload["detail"], "not_allowlisted");
+    assert_eq!(runs.get(), 0);
+    // Authorization runs before the lookup: an unknown tool is denied, not "not found".
+    let unknown = client.call_tool("no_such_tool", json!({})).await.unwrap();
+    assert_eq!(deny_payload(&unknown)["tool"], "no_such_tool");
+}
+
+#[tokio::test]
+async fn a_denied_call_never_runs_the_handler() {
+    let runs = Runs::new();
+    let server = Server::builder("seed", "0")
+        .tool(counting_tool("count", &runs))
+        .authorizer(deny_all("blocked"))
+        .build()
+        .unwrap();
+    let mut client = initialized_client(&server, json!({})).await;
+    for _ in 0..3 {
+        let r = client.call_tool("count", json!({})).await.unwrap();
+        deny_payload(&r);
+    }
+    assert_eq!(runs.get(), 0);
+}
+
+#[tokio::test]
+async fn a_panicking_authorizer_denies_and_the_server_keeps_serving() {
+    let runs = Runs::new();
+    let server = Server::builder("seed", "0")
+        .tool(counting_tool("count", &runs))
+        .authorizer(policy(|_| panic!("policy engine exploded")))
+        .build()
+        .unwrap();
+    let mut client = initialized_client(&server, json!({})).await;
+    for _ in 0..2 {
+        let r = client.call_tool("count", json!({})).await.unwrap();
+        let payload = deny_payload(&r);
+        assert_eq!(payload["decision"], "deny");
+        assert_eq!(payload["detail"], "authorizer_failed");
+        // The panic message never reaches the client.
+        assert!(!r.content[0].as_text().unwrap().contains("exploded"));
+    }
+    assert_eq!(runs.get(), 0);
+    assert_eq!(client.request("ping", json!({})).await.unwrap(), json!({}));
+}
+
+#[tokio::test]
+async fn a_panicking_async_authorizer_denies_too() {
+    let runs = Runs::new();
+    let server = Server::builder("seed", "0")
+        .tool(counting_tool("count", &runs))
+        .authorizer(policy_async(|_req| async move {
+            tokio::task::yield_now().await;
+            panic!("async policy exploded")
+        }))
+        .build()
+        .unwrap();
+    let mut client = initialized_client(&server, json!({})).await;
+    let r = client.call_tool("count", json!({})).await.unwrap();
+    assert_eq!(deny_payload(&r)["detail"], "authorizer_failed");
+    assert_eq!(runs.get(), 0);
+    assert_eq!(client.request("ping", json!({})).await.unwrap(), json!({}));
+}
+
+#[tokio::test]
+async fn an_off_contract_answer_denies_and_the_server_lives() {
+    let runs = Runs::new();
+    let server = Server::builder("seed", "0")
+        .tool(counting_tool("count", &runs))
+        // An Ask with nothing to ask is outside the contract.
+        .authorizer(policy(|_| Decision::ask("   ")))
+        .build()
+        .unwrap();
+    let mut client = initialized_client(&server, json!({"elicitation": {}})).await;
+    let r = client.call_tool("count", json!({})).await.unwrap();
+    let payload = deny_payload(&r);
+    assert_eq!(payload["decision"], "deny");
+    assert_eq!(payload["detail"], "authorizer_contract_violation");
+    assert_eq!(runs.get(), 0);
+    assert_eq!(client.request("ping", json!({})).await.unwrap(), json!({}));
+}
+
+#[tokio::test]
+async fn a_stalling_authorizer_denies_with_authorizer_timeout() {
+    let runs = Runs::new();
+    let server = Server::builder("seed", "0")
+        .tool(counting_tool("count", &runs))
+        .authorizer(policy_async(|_req| async move {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            Decision::Allow
+        }))
+        .config(ServerConfig {
+            authorizer_timeout: Duration::from_millis(50),
+            ..ServerConfig::default()
+        })
+        .build()
+        .unwrap();
+    let mut client = initialized_client(&server, json!({})).await;
+    let started = std::time::Instant::now();
+    let r = client.call_tool("count", json!({})).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2));
+    let payload = deny_payload(&r);
+    assert_eq!(payload["decision"], "deny");
+    assert_eq!(payload["detail"], "authorizer_timeout");
+    assert_eq!(runs.get(), 0);
+}
+
+/// Both seams see exactly the server-derived context: the connection id and the declared
+/// transport (and no principal without a verified token), even after an `initialize` that
+/// sent `clientInfo`.
+#[tokio::test]
+async fn both_seams_see_exactly_conn_id_and_transport() {
+    let seen: Arc<Mutex<Vec<(Seam, String)>>> = Arc::default();
+    let record = |seen: &Arc<Mutex<Vec<(Seam, String)>>>| {
+        let seen = Arc::clone(seen);
+        policy(move |req| {
+            seen.lock()
+                .push((req.seam(), format!("{:?}", req.context())));
+            assert!(req.context().principal().is_none());
+            Decision::Allow
+        })
+    };
+    let server = Server::builder("seed", "0")
+        .tool(add_tool())
+        .authorizer(record(&seen))
+        .read_authorizer(record(&seen))
+        .build()
+        .unwrap();
+    for conn in ["conn-a", "conn-b"] {
+        let mut client = TestClient::connect_as(&server, ConnId::new(conn), Transport::Sse);
+        // TestClient::initialize sends clientInfo {name: "mcp-test-client", ...}.
+        client.initialize(json!({"elicitation": {}})).await.unwrap();
+        client.list_tools().await.unwrap();
+        client
+            .call_tool("add", json!({"a": 1, "b": 2}))
+            .await
+            .unwrap();
+    }
+    let seen = seen.lock();
+    let expect = |conn: &str| {
+        format!(r#"AuthContext {{ conn_id: ConnId("{conn}"), transport: Sse, principal: None }}"#)
+    };
+    // Per connection: the read seam for tools/list, the tool seam filtering it, then the
+    // tool seam for the call.
+    assert_eq!(seen.len(), 6, "{seen:?}");
+    for (i, (seam, ctx)) in seen.iter().enumerate() {
+        let conn = if i < 3 { "conn-a" } else { "conn-b" };
+        assert_eq!(ctx, &expect(conn), "entry {i} ({seam:?})");
+        assert!(!ctx.contains("mcp-test-client"));
+    }
+    assert!(seen.iter().any(|(s, _)| *s == Seam::Read));
+    assert!(seen.iter().any(|(s, _)| *s == Seam::Tool));
+}
+
+#[tokio::test]
+async fn a_connection_without_a_transport_gets_the_servers_declared_transport() {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let s2 = Arc::clone(&seen);
+    let server = Server::builder("seed", "0")
+        .tool(add_tool())
+        .transport(Transport::Stdio)
+        .authorizer(policy(move |req| {
+            s2.lock().push(format!("{:?}", req.context()));
+            Decision::Allow
+        }))
+        .build()
+        .unwrap();
+    let id = ConnId::new("in-process");
+    server
+        .handle_message(
+            &id,
+            Message::request(
+                1,
+                "initialize",
+                json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "evil", "version": "1", "transport": "stdio"}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let reply = server
+        .handle_message(
+            &id,
+            Message::request(
+                2,
+                "tools/call",
+                json!({"name": "add", "arguments": {"a": 1, "b": 1}}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply.to_value()["result"]["content"][0]["text"], "2");
+    assert_eq!(
+        *seen.lock(),
+        [r#"AuthContext { conn_id: ConnId("in-process"), transport: Stdio, principal: None }"#]
+    );
+}
+
+fn listing_server(authorizer: Option<Arc<dyn auth::Authorizer>>) -> Server {
+    let runs = Runs::new();
+    let mut b = Server::builder("seed", "0")
+        .tool(counting_tool("open", &runs))
+        .tool(counting_tool("secret", &runs))
+        .tool(counting_tool("risky", &runs))
+        .tool(counting_tool("boom", &runs));
+    if let Some(a) = authorizer {
+        b = b.authorizer(a);
+    }
+    b.build().unwrap()
+}
+
+fn listing_policy() -> Arc<dyn auth::Authorizer> {
+    policy(|req| match req.name() {
+        "secret" => Decision::deny("hidden"),
+        "risky" => Decision::ask("Run risky?"),
+        "boom" => panic!("policy bug for boom"),
+        _ => Decision::Allow,
+    })
+}
+
+async fn listed_names(server: &Server, capabilities: Value) -> Vec<String> {
+    let mut client = initialized_client(server, capabilities).await;
+    let names = client
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(client.request("ping", json!({})).await.unwrap(), json!({}));
+    names
+}
+
+#[tokio::test]
+async fn tools_list_hides_denied_and_unaskable_tools_and_survives_a_panicking_policy() {
+    let server = listing_server(Some(listing_policy()));
+    // Cannot be asked: Ask hides the tool like Deny. The panicking policy hides only its tool.
+    assert_eq!(listed_names(&server, json!({})).await, ["open"]);
+    // Can be asked: the Ask'd tool is listed (it can run after approval).
+    assert_eq!(
+        listed_names(&server, json!({"elicitation": {}})).await,
+        ["open", "risky"]
+    );
+}
+
+#[tokio::test]
+async fn tools_list_without_an_authorizer_lists_everything() {
+    let server = listing_server(None);
+    assert_eq!(
+        listed_names(&server, json!({})).await,
+        ["boom", "open", "risky", "secret"]
+    );
+}
+
+#[tokio::test]
+async fn tools_list_ask_needs_a_live_transport_to_be_listed() {
+    // The elicitation capability alone is not enough: a connection without a transport
+    // cannot be asked, so the Ask'd tool stays hidden from it.
+    let server = listing_server(Some(listing_policy()));
+    let id = ConnId::new("no-transport");
+    server
+        .handle_message(
+            &id,
+            Message::request(
+                1,
+                "initialize",
+                json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                       "clientInfo": {"name": "c", "version": "1"}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let reply = server
+        .handle_message(&id, Message::request(2, "tools/list", json!({})))
+        .await
+        .unwrap()
+        .to_value();
+    let names: Vec<&str> = reply["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["open"]);
+}
+
+#[test]
+fn authorization_configured_needs_an_authorizer_chosen_by_a_person() {
+    let build = |b: mcp::ServerBuilder| b.tool(add_tool()).build().unwrap();
+    // No authorizer, even with the source forced to Configured: false.
+    let s = build(Server::builder("s", "0").authorizer_source(AuthorizerSource::Configured));
+    assert!(!s.authorization_configured());
+    // Chosen with the builder: true.
+    let s = build(Server::builder("s", "0").authorizer(deny_all("x")));
+    assert!(s.authorization_configured());
+    assert_eq!(s.authorizer_source(), AuthorizerSource::Configured);
+    // A framework fallback, however strict, is not a decision.
+    let s = build(Server::builder("s", "0").fallback_authorizer(allowlist(Vec::<String>::new())));
+    assert!(!s.authorization_configured());
+    assert_eq!(s.authorizer_source(), AuthorizerSource::Default);
+    // An authorizer whose source is set to Default is not configured either.
+    let s = build(
+        Server::builder("s", "0")
+            .authorizer(deny_all("x"))
+            .authorizer_source(AuthorizerSource::Default),
+    );
+    assert!(!s.authorization_configured());
+    // The default source is Default: a forgetful embedder fails closed.
+    assert_eq!(AuthorizerSource::default(), AuthorizerSource::Default);
+    let s = build(Server::builder("s", "0"));
+    assert_eq!(s.authorizer_source(), AuthorizerSource::Default);
+    assert!(!s.authorization_configured());
+    // The read seam is presence only.
+    assert!(!s.read_authorization_configured());
+    let s = build(Server::builder("s", "0").read_authorizer(deny_all("x")));
+    assert!(s.read_authorization_configured());
+    assert!(!s.authorization_configured());
+}
+
+#[test]
+fn deployment_production_fails_closed_for_unidentified_environments() {
+    // Nothing set, or anything not identifiably dev/test (a release, staging): production.
+    for env in [None, Some("release"), Some("staging"), Some("")] {
+        assert!(Deployment::new(env, None).production(), "{env:?}");
+        assert!(
+            Deployment::new(env, None).require_authorization(),
+            "{env:?}"
+        );
+    }
+    for env in ["dev", "development", "test", "TEST"] {
+        assert!(!Deployment::new(Some(env), None).production(), "{env}");
+    }
+}
+
+#[test]
+fn deployment_require_authorization_honours_the_override() {
+    assert!(!Deployment::new(Some("test"), None).require_authorization());
+    assert!(Deployment::new(Some("test"), Some("true")).require_authorization());
+    assert!(!Deployment::new(None, Some("false")).require_authorization());
+    // An override that cannot be read requires authorization.
+    assert!(Deployment::new(Some("test"), Some("perhaps")).require_authorization());
+}
+
+#[test]
+fn deployment_enforce_refuses_only_when_required_and_unconfigured() {
+    let test = Deployment::new(Some("test"), None);
+    assert!(
+        test.enforce_authorization(false, "MCP SSE transport")
+            .is_ok()
+    );
+    assert!(
+        test.enforce_read_authorization(false, "MCP SSE transport")
+            .is_ok()
+    );
+
+    let prod = Deployment::new(None, None);
+    assert!(
+        prod.enforce_authorization(true, "MCP SSE transport")
+            .is_ok()
+    );
+    assert!(
+        prod.enforce_read_authorization(true, "MCP SSE transport")
+            .is_ok()
+    );
+    let err = prod
+        .enforce_authorization(false, "MCP SSE transport")
+        .unwrap_err();
+    assert!(
+        err.message()
+            .starts_with("MCP SSE transport refuses to boot"),
+        "{err}"
+    );
+    assert!(err.message().contains("MCP_REQUIRE_AUTHORIZATION"), "{err}");
+    let err = prod
+        .enforce_read_authorization(false, "MCP SSE transport")
+        .unwrap_err();
+    assert!(err.message().contains("refuses to boot"), "{err}");
+    assert!(err.message().contains("resources/read"), "{err}");
+}
+
+#[test]
+fn deployment_guard_uses_the_source_aware_predicate() {
+    let prod = Deployment::new(None, None);
+    let fallback = Server::builder("s", "0")
+        .tool(add_tool())
+        .fallback_authorizer(deny_all("x"))
+        .read_authorizer(allow_all())
+        .build()
+        .unwrap();
+    assert!(
+        prod.enforce_authorization(fallback.authorization_configured(), "MCP SSE transport")
+            .is_err()
+    );
+    assert!(
+        prod.enforce_read_authorization(
+            fallback.read_authorization_configured(),
+            "MCP SSE transport"
+        )
+        .is_ok()
+    );
+    let chosen = Server::builder("s", "0")
+        .tool(add_tool())
+        .authorizer(allow_all())
+        .build()
+        .unwrap();
+    assert!(
+        prod.enforce_authorization(chosen.authorization_configured(), "MCP SSE transport")
+            .is_ok()
+    );
+}
