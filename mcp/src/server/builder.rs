@@ -290,6 +290,13 @@ impl ServerBuilder {
         self
     }
 
+    /// How long an authorizer may take to decide before the request is denied with
+    /// `authorizer_timeout`.
+    pub fn authorizer_timeout(mut self, d: Duration) -> Self {
+        self.config.authorizer_timeout = d;
+        self
+    }
+
     /// How many handlers may run at once.
     pub fn max_in_flight(mut self, n: usize) -> Self {
         self.config.max_in_flight = n;

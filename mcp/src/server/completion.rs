@@ -52,12 +52,17 @@ impl Server {
                 // Only tool *names* complete, and only those this caller may see: a name
                 // must never leak through completion to a caller tools/list would hide it from.
                 let values = if p.argument.name == "name" {
-                    let mut visible = Vec::new();
-                    for tool in snapshot.tools() {
-                        if self.tool_visible(&scope.caller, tool).await {
-                            visible.push(tool.name().to_owned());
-                        }
-                    }
+                    let tools: Vec<_> = snapshot.tools().collect();
+                    let verdicts = futures::future::join_all(
+                        tools.iter().map(|t| self.tool_visible(&scope.caller, t)),
+                    )
+                    .await;
+                    let visible: Vec<String> = tools
+                        .iter()
+                        .zip(verdicts)
+                        .filter(|(_, ok)| *ok)
+                        .map(|(t, _)| t.name().to_owned())
+                        .collect();
                     prefix_matches(&visible, &p.argument.value)
                 } else {
                     Vec::new()

@@ -255,6 +255,12 @@ impl Connection {
         &self.server
     }
 
+    /// Whether the server closed this connection (its state was evicted at the cap, or
+    /// another transport took over its id). A transport should then drop the client.
+    pub fn is_closed(&self) -> bool {
+        self.state.closed.is_cancelled()
+    }
+
     /// Handles one decoded message; returns the reply to write, if any. Requests run to
     /// completion here (a parked elicitation keeps this future pending), so a transport
     /// runs each request on its own task.

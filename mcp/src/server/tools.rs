@@ -47,10 +47,13 @@ impl Server {
                 |_, _| true,
             )
         } else {
-            let mut visible = Vec::with_capacity(entries.len());
-            for e in entries {
-                visible.push(self.tool_visible(&scope.caller, &e.def).await);
-            }
+            // Decided concurrently: one slow policy lookup must not add up per tool.
+            let visible = futures::future::join_all(
+                entries
+                    .iter()
+                    .map(|e| self.tool_visible(&scope.caller, &e.def)),
+            )
+            .await;
             page(
                 entries,
                 |t| t.name(),
