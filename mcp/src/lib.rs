@@ -23,9 +23,13 @@
 
 #![warn(missing_docs)]
 
+extern crate self as mcp;
+
 pub mod auth;
+pub mod cli;
 pub mod context;
 pub mod elicit;
+pub mod macros_support;
 pub mod protocol;
 pub mod registry;
 pub mod server;
@@ -34,6 +38,7 @@ pub mod transport;
 mod util;
 
 pub use context::Ctx;
+pub use mcp_macros::{prompt, resource, server, tool};
 pub use server::{ConnId, Connection, Server, ServerBuilder, Transport};
 
 /// The names most servers need, in one import.
