@@ -544,7 +544,7 @@ pub fn required_description(
             errors.at(
                 &sig.ident,
                 format!(
-                    "{noun} `{}` has no description, and the model needs one to know when to use it: add a doc comment (`/// What it does.`) above {} or write `{}(description = \"...\")`",
+                    "{noun} `{}` has no description, and the model needs one to know when to use it: add a doc comment (`/// What it does.`) above {} or write `{}(description = \"...\")]`",
                     sig.ident.unraw(),
                     kind.attr(),
                     kind.attr().trim_end_matches(']')

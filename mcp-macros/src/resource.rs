@@ -139,7 +139,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         Ok(v) => v,
         Err(reason) => {
             errors.at(&uri, format!("invalid URI template {uri_text:?}: {reason}"));
-            Vec::new()
+            return Err(errors.finish().expect_err("an error was pushed"));
         }
     };
     let is_template = uri_text.contains('{');

@@ -50,9 +50,11 @@ pub mod prelude {
         Role,
     };
     pub use crate::registry::{
-        Json, PromptDef, ResourceDef, ResourceTemplateDef, ToolDef, ToolError,
+        CompletionRequest, Json, PromptDef, PromptError, ResourceDef, ResourceError,
+        ResourceTemplateDef, ToolDef, ToolError, complete_from,
     };
     pub use crate::server::{Server, ServerBuilder, Transport};
+    pub use crate::{prompt, resource, tool};
 }
 
 /// The README's examples, compiled and run as doc tests so they stay true.
