@@ -95,7 +95,12 @@ pub struct Options {
     )]
     pub bind: SocketAddr,
     /// Print the tools, resources, templates and prompts as JSON and exit.
-    #[arg(long, env = "MCP_LIST")]
+    #[arg(
+        long,
+        env = "MCP_LIST",
+        action = clap::ArgAction::SetTrue,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     pub list: bool,
     /// Log filter for stderr: off, error, warn, info, debug, trace, or tracing directives.
     #[arg(
