@@ -312,7 +312,7 @@ impl Param {
 
 pub enum ParamKind {
     Ctx,
-    Value(Param),
+    Value(Box<Param>),
 }
 
 /// Reads and strips the parameters' attributes (doc comments and `#[arg]` are not allowed
@@ -400,12 +400,12 @@ pub fn take_params(sig: &mut Signature, kind: Kind, errors: &mut Errors) -> Vec<
             );
             continue;
         }
-        out.push(ParamKind::Value(Param {
+        out.push(ParamKind::Value(Box::new(Param {
             ident,
             ty: (*typed.ty).clone(),
             docs,
             opts,
-        }));
+        })));
     }
     out
 }

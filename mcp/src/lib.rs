@@ -8,6 +8,37 @@
 //! real question to the human, bound to the connection that made the call and closed
 //! exactly once.
 //!
+//! ```no_run
+//! use mcp::prelude::*;
+//!
+//! /// Adds two integers.
+//! #[tool(read_only, idempotent)]
+//! async fn add(
+//!     /// The first addend.
+//!     a: i64,
+//!     /// The second addend.
+//!     b: i64,
+//! ) -> i64 {
+//!     a + b
+//! }
+//!
+//! /// A greeting for a name.
+//! #[resource("greeting://{name}", mime = "text/plain")]
+//! async fn greeting(name: String) -> String {
+//!     format!("Hello, {name}!")
+//! }
+//!
+//! // The binary: `--help`, `--list`, `--transport stdio|http|sse`, ...
+//! mcp::server! {
+//!     name: "calculator",
+//!     tools: [add],
+//!     resources: [greeting],
+//! }
+//! ```
+//!
+//! The macros are [`tool`], [`resource`], [`prompt`] and [`server!`]. Without them, the
+//! same server is built with [`Server::builder`]:
+//!
 //! ```
 //! use mcp::prelude::*;
 //!
@@ -38,7 +69,17 @@ pub mod transport;
 mod util;
 
 pub use context::Ctx;
-pub use mcp_macros::{prompt, resource, server, tool};
+#[doc = include_str!("docs/tool.md")]
+pub use mcp_macros::tool;
+
+#[doc = include_str!("docs/resource.md")]
+pub use mcp_macros::resource;
+
+#[doc = include_str!("docs/prompt.md")]
+pub use mcp_macros::prompt;
+
+#[doc = include_str!("docs/server.md")]
+pub use mcp_macros::server;
 pub use server::{ConnId, Connection, Server, ServerBuilder, Transport};
 
 /// The names most servers need, in one import.

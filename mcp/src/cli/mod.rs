@@ -113,13 +113,21 @@ pub struct Options {
     pub log_level: String,
 }
 
+const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// A level, or tracing directives. A bare word that is not a level would be read by
+/// `EnvFilter` as a target name and silently log nothing, so it is refused.
 fn parse_filter(s: &str) -> Result<String, String> {
+    let hint = "use off, error, warn, info, debug or trace, or directives such as `info,mcp=debug`";
+    for part in s.split(',').map(str::trim) {
+        if !part.contains('=') && !LEVELS.contains(&part.to_ascii_lowercase().as_str()) {
+            return Err(format!("unknown log level `{part}`: {hint}"));
+        }
+    }
     tracing_subscriber::EnvFilter::builder()
         .parse(s)
         .map(|_| s.to_owned())
-        .map_err(|e| {
-            format!("{e} (use off, error, warn, info, debug or trace, or directives such as `info,mcp=debug`)")
-        })
+        .map_err(|e| format!("{e}: {hint}"))
 }
 
 /// The parser `main` uses when the binary has no options of its own.
@@ -263,7 +271,13 @@ mod tests {
         assert!(text.contains("invalid value 'stdoi'"), "{text}");
         assert!(text.contains("stdio, http, sse"), "{text}");
         let e = Cli::try_parse_from(["x", "--log-level", "loud"]).unwrap_err();
-        assert!(e.to_string().contains("use off, error"), "{e}");
+        assert!(e.to_string().contains("unknown log level `loud`"), "{e}");
+        for ok in ["debug", "WARN", "info,mcp=trace", "off"] {
+            assert!(
+                Cli::try_parse_from(["x", "--log-level", ok]).is_ok(),
+                "{ok}"
+            );
+        }
         let e = Cli::try_parse_from(["x", "--bind", "nowhere"]).unwrap_err();
         assert!(e.to_string().contains("--bind"), "{e}");
     }
