@@ -100,6 +100,17 @@ async fn explain(
     })
 }
 
+/// Raw identifiers and `mut` bindings work as parameter and tool names.
+#[tool]
+async fn r#loop(
+    /// The kind of loop.
+    mut r#type: String,
+    #[arg(default = 2)] r#times: u8,
+) -> String {
+    r#type.push('!');
+    r#type.repeat(r#times as usize)
+}
+
 mod nested {
     use mcp::prelude::*;
 
@@ -116,7 +127,7 @@ mcp::server! {
     title: "Everything",
     description: "Every macro option at once.",
     instructions: "Use search first.",
-    tools: [search, write_note, ping, nested::echo],
+    tools: [search, write_note, ping, nested::echo, r#loop],
     resources: [row, doc, readme],
     prompts: [explain],
     authorizer: mcp::auth::ask_before_sensitive(),
@@ -130,7 +141,10 @@ fn main() {
     let s = server();
     assert_eq!(s.info().version, "1.2.3");
     let listing = mcp::cli::listing(&s);
-    assert_eq!(listing["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(listing["tools"].as_array().unwrap().len(), 5);
+    let looped = listing["tools"].as_array().unwrap().iter().find(|t| t["name"] == "loop").unwrap();
+    assert_eq!(looped["inputSchema"]["properties"]["type"]["description"], "The kind of loop.");
+    assert_eq!(looped["inputSchema"]["properties"]["times"]["default"], 2);
     assert_eq!(listing["resources"].as_array().unwrap().len(), 1);
     assert_eq!(listing["resourceTemplates"].as_array().unwrap().len(), 2);
     assert_eq!(listing["prompts"][0]["arguments"].as_array().unwrap().len(), 3);
