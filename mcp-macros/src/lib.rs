@@ -1,4 +1,43 @@
-//! Procedural macros for the `mcp` framework.
+//! Procedural macros for the `mcp` framework: `#[tool]`, `#[resource]`, `#[prompt]` and
+//! `server!`.
 //!
-//! The attribute macros (`#[tool]`, `#[resource]`, `#[prompt]`) and `server!` live here; users
-//! reach them through `mcp::prelude`.
+//! Use them through the `mcp` crate (`mcp::tool`, `mcp::prelude::*`), which documents them
+//! with examples; the code they generate names `::mcp`.
+
+mod common;
+mod prompt;
+mod resource;
+mod server;
+mod tool;
+
+use proc_macro::TokenStream;
+
+fn emit(result: syn::Result<proc_macro2::TokenStream>) -> TokenStream {
+    result.unwrap_or_else(syn::Error::into_compile_error).into()
+}
+
+/// Turns an `async fn` into an MCP tool. Documented with examples at `mcp::tool`.
+#[proc_macro_attribute]
+pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
+    emit(tool::expand(attr.into(), item.into()))
+}
+
+/// Turns an `async fn` into an MCP resource or resource template. Documented with examples
+/// at `mcp::resource`.
+#[proc_macro_attribute]
+pub fn resource(attr: TokenStream, item: TokenStream) -> TokenStream {
+    emit(resource::expand(attr.into(), item.into()))
+}
+
+/// Turns an `async fn` into an MCP prompt. Documented with examples at `mcp::prompt`.
+#[proc_macro_attribute]
+pub fn prompt(attr: TokenStream, item: TokenStream) -> TokenStream {
+    emit(prompt::expand(attr.into(), item.into()))
+}
+
+/// Declares a server: its entries, its policies and the binary's `main`. Documented with
+/// examples at `mcp::server`.
+#[proc_macro]
+pub fn server(input: TokenStream) -> TokenStream {
+    emit(server::expand(input.into()))
+}

@@ -8,6 +8,37 @@
 //! real question to the human, bound to the connection that made the call and closed
 //! exactly once.
 //!
+//! ```no_run
+//! use mcp::prelude::*;
+//!
+//! /// Adds two integers.
+//! #[tool(read_only, idempotent)]
+//! async fn add(
+//!     /// The first addend.
+//!     a: i64,
+//!     /// The second addend.
+//!     b: i64,
+//! ) -> i64 {
+//!     a + b
+//! }
+//!
+//! /// A greeting for a name.
+//! #[resource("greeting://{name}", mime = "text/plain")]
+//! async fn greeting(name: String) -> String {
+//!     format!("Hello, {name}!")
+//! }
+//!
+//! // The binary: `--help`, `--list`, `--transport stdio|http|sse`, ...
+//! mcp::server! {
+//!     name: "calculator",
+//!     tools: [add],
+//!     resources: [greeting],
+//! }
+//! ```
+//!
+//! The macros are [`tool`], [`resource`], [`prompt`] and [`server!`]. Without them, the
+//! same server is built with [`Server::builder`]:
+//!
 //! ```
 //! use mcp::prelude::*;
 //!
@@ -23,9 +54,13 @@
 
 #![warn(missing_docs)]
 
+extern crate self as mcp;
+
 pub mod auth;
+pub mod cli;
 pub mod context;
 pub mod elicit;
+pub mod macros_support;
 pub mod protocol;
 pub mod registry;
 pub mod server;
@@ -34,6 +69,17 @@ pub mod transport;
 mod util;
 
 pub use context::Ctx;
+#[doc = include_str!("docs/tool.md")]
+pub use mcp_macros::tool;
+
+#[doc = include_str!("docs/resource.md")]
+pub use mcp_macros::resource;
+
+#[doc = include_str!("docs/prompt.md")]
+pub use mcp_macros::prompt;
+
+#[doc = include_str!("docs/server.md")]
+pub use mcp_macros::server;
 pub use server::{ConnId, Connection, Server, ServerBuilder, Transport};
 
 /// The names most servers need, in one import.
@@ -45,9 +91,11 @@ pub mod prelude {
         Role,
     };
     pub use crate::registry::{
-        Json, PromptDef, ResourceDef, ResourceTemplateDef, ToolDef, ToolError,
+        CompletionRequest, Json, PromptDef, PromptError, ResourceDef, ResourceError,
+        ResourceTemplateDef, ToolDef, ToolError, complete_from,
     };
     pub use crate::server::{Server, ServerBuilder, Transport};
+    pub use crate::{prompt, resource, tool};
 }
 
 /// The README's examples, compiled and run as doc tests so they stay true.

@@ -16,6 +16,11 @@ use crate::protocol::{
 pub struct Json<T>(pub T);
 
 /// Anything a tool may return.
+#[diagnostic::on_unimplemented(
+    message = "a tool cannot return `{Self}`",
+    label = "this type does not convert into a tool result",
+    note = "return text (String, &'static str), a number or bool, Json<T> for structured output, a ContentBlock or Vec<ContentBlock>, a CallToolResult, or Result<T, E> of one of these with E: Display"
+)]
 pub trait IntoToolResult {
     /// Converts into the call's result.
     fn into_tool_result(self) -> CallToolResult;
@@ -159,6 +164,11 @@ impl std::error::Error for ResourceError {}
 
 /// Anything a resource handler may return. `uri` and `mime` are the resource's own, used
 /// when the value does not carry them.
+#[diagnostic::on_unimplemented(
+    message = "a resource cannot return `{Self}`",
+    label = "this type does not convert into resource contents",
+    note = "return text (String, &'static str), bytes (Vec<u8>, sent as a blob), Json<T>, ResourceContents, Vec<ResourceContents>, or Result<T, E> of one of these with E: Into<ResourceError>"
+)]
 pub trait IntoResourceContents {
     /// Converts into the read's contents.
     fn into_contents(
@@ -318,6 +328,11 @@ impl From<ToolError> for PromptError {
 }
 
 /// Anything a prompt handler may return.
+#[diagnostic::on_unimplemented(
+    message = "a prompt cannot return `{Self}`",
+    label = "this type does not convert into a prompt result",
+    note = "return text (String, &'static str, sent as one user message), a PromptMessage, Vec<PromptMessage>, a GetPromptResult, or Result<T, E> of one of these with E: Into<PromptError>"
+)]
 pub trait IntoPromptResult {
     /// Converts into the rendered prompt.
     fn into_prompt_result(self) -> Result<GetPromptResult, PromptError>;

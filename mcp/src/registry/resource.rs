@@ -204,6 +204,11 @@ impl ResourceTemplateDef {
         &self.template.uri_template
     }
 
+    /// The wire definition.
+    pub fn template(&self) -> &ResourceTemplate {
+        &self.template
+    }
+
     /// The parsed template.
     pub fn parsed(&self) -> &UriTemplate {
         &self.parsed

@@ -102,6 +102,11 @@ impl Server {
         &self.inner.info
     }
 
+    /// The instructions for the model, if any.
+    pub fn instructions(&self) -> Option<&str> {
+        self.inner.instructions.as_deref()
+    }
+
     /// The capabilities the server advertises.
     pub fn capabilities(&self) -> &ServerCapabilities {
         &self.inner.capabilities

@@ -1,0 +1,288 @@
+//! `#[tool]`: an async function becomes a tool with a generated input schema.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned as _;
+use syn::{ItemFn, LitStr, ReturnType, Type};
+
+use crate::common::{
+    Errors, Item, Kind, ParamKind, check_signature, default_name, generic_inner, parse_items,
+    required_description, take_params, unknown_option,
+};
+
+const OPTIONS: &[&str] = &[
+    "name",
+    "title",
+    "description",
+    "read_only",
+    "destructive",
+    "idempotent",
+    "open_world",
+    "sensitive",
+    "icons",
+    "scopes",
+    "timeout_ms",
+    "meta",
+];
+
+/// The tool-name rule of the specification: 1 to 128 characters of `A-Z a-z 0-9 _ - .`.
+pub fn check_tool_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("a tool name cannot be empty".into());
+    }
+    if name.chars().count() > 128 {
+        return Err(format!(
+            "the tool name is {} characters long; at most 128 are allowed",
+            name.chars().count()
+        ));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    {
+        return Err(format!(
+            "invalid tool name {name:?}: {bad:?} is not allowed; use only A-Z, a-z, 0-9, '_', '-' and '.' (1 to 128 characters)"
+        ));
+    }
+    Ok(())
+}
+
+pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let items = parse_items(attr)?;
+    let mut func: ItemFn = syn::parse2(item)?;
+    let mut errors = Errors::default();
+
+    let mut name: Option<LitStr> = None;
+    let mut title: Option<LitStr> = None;
+    let mut description: Option<LitStr> = None;
+    let (mut read_only, mut destructive, mut idempotent, mut open_world, mut sensitive) =
+        (false, false, false, false, false);
+    let mut icons = Vec::new();
+    let mut scopes = Vec::new();
+    let mut timeout_ms = None;
+    let mut meta = None;
+    for item in items {
+        let opt = match item {
+            Item::Opt(o) => o,
+            Item::Positional(e) => {
+                errors.at(
+                    e,
+                    "unexpected value: #[tool] takes options such as `name = \"...\"` or `read_only`",
+                );
+                continue;
+            }
+        };
+        match opt.key().as_str() {
+            "name" => name = opt.lit_str(&mut errors),
+            "title" => title = opt.lit_str(&mut errors),
+            "description" => description = opt.lit_str(&mut errors),
+            "read_only" => read_only = opt.flag(&mut errors),
+            "destructive" => destructive = opt.flag(&mut errors),
+            "idempotent" => idempotent = opt.flag(&mut errors),
+            "open_world" => open_world = opt.flag(&mut errors),
+            "sensitive" => sensitive = opt.flag(&mut errors),
+            "icons" => icons = opt.str_list(&mut errors),
+            "scopes" => scopes = opt.str_list(&mut errors),
+            "timeout_ms" => timeout_ms = opt.u64(&mut errors),
+            "meta" => meta = opt.expr(&mut errors),
+            _ => unknown_option(&opt, Kind::Tool, OPTIONS, &mut errors),
+        }
+    }
+
+    check_signature(&func.sig, Kind::Tool, &mut errors);
+    let tool_name = match &name {
+        Some(lit) => {
+            if let Err(e) = check_tool_name(&lit.value()) {
+                errors.at(lit, e);
+            }
+            lit.value()
+        }
+        None => {
+            let n = default_name(&func.sig);
+            if let Err(e) = check_tool_name(&n) {
+                errors.at(
+                    &func.sig.ident,
+                    format!("{e}; name the tool with #[tool(name = \"...\")]"),
+                );
+            }
+            n
+        }
+    };
+    let description_text =
+        required_description(description, &func.attrs, &func.sig, Kind::Tool, &mut errors);
+    let params = take_params(&mut func.sig, Kind::Tool, &mut errors);
+
+    // One struct argument marked #[args], or plain parameters collected into a hidden struct.
+    let values: Vec<_> = params
+        .iter()
+        .filter_map(|p| match p {
+            ParamKind::Value(v) => Some(v),
+            ParamKind::Ctx => None,
+        })
+        .collect();
+    let whole = values.iter().find(|v| v.opts.whole.is_some());
+    if let Some(w) = whole {
+        if values.len() > 1 {
+            errors.span(
+                w.opts.whole.unwrap_or_else(Span::call_site),
+                "`#[args]` takes the whole argument object, so it must be the only parameter besides `Ctx`",
+            );
+        }
+        if w.opts.default.is_some() || w.opts.rename.is_some() || w.opts.description.is_some() {
+            errors.at(
+                &w.ident,
+                "`#[arg(...)]` options do not apply to an `#[args]` struct; put serde and schemars attributes on its fields",
+            );
+        }
+    }
+    errors.finish()?;
+
+    let fn_name = &func.sig.ident;
+    let vis = &func.vis;
+    let args_ty = format_ident!("__McpArgs");
+    let mut defaults = Vec::new();
+    let args_decl = match whole {
+        Some(w) => {
+            let ty = &w.ty;
+            quote! { type #args_ty = #ty; }
+        }
+        None => {
+            let mut fields = Vec::new();
+            for v in &values {
+                let ident = &v.ident;
+                let ty = &v.ty;
+                let mut attrs = Vec::new();
+                if let Some(d) = v.description() {
+                    attrs.push(quote! { #[doc = #d] });
+                }
+                if let Some(r) = &v.opts.rename {
+                    attrs.push(quote! { #[serde(rename = #r)] });
+                }
+                if let Some(default) = &v.opts.default {
+                    let f = format_ident!("__mcp_default_{}", syn::ext::IdentExt::unraw(ident));
+                    let path = LitStr::new(&f.to_string(), Span::call_site());
+                    defaults.push(quote_spanned! {default.span()=>
+                        fn #f() -> #ty { #default }
+                    });
+                    attrs.push(quote! { #[serde(default = #path)] });
+                }
+                fields.push(quote! { #(#attrs)* #ident: #ty });
+            }
+            quote! {
+                #[derive(::mcp::macros_support::serde::Deserialize, ::mcp::macros_support::schemars::JsonSchema)]
+                #[serde(crate = "::mcp::macros_support::serde")]
+                #[schemars(crate = "::mcp::macros_support::schemars")]
+                struct #args_ty { #(#fields,)* }
+            }
+        }
+    };
+    let call_args: Vec<TokenStream> = params
+        .iter()
+        .map(|p| match p {
+            ParamKind::Ctx => quote! { ::core::clone::Clone::clone(&__ctx) },
+            ParamKind::Value(v) if v.opts.whole.is_some() => quote! { __args },
+            ParamKind::Value(v) => {
+                let ident = &v.ident;
+                quote! { __args.#ident }
+            }
+        })
+        .collect();
+
+    let output_span = match &func.sig.output {
+        ReturnType::Default => func.sig.ident.span(),
+        ReturnType::Type(_, ty) => ty.span(),
+    };
+    let convert = quote_spanned! {output_span=>
+        ::mcp::macros_support::into_tool_result(#fn_name(#(#call_args),*).await)
+    };
+
+    let mut setters = Vec::new();
+    if let Some(t) = &title {
+        setters.push(quote! { .title(#t) });
+    }
+    for (on, method) in [
+        (read_only, "read_only"),
+        (destructive, "destructive"),
+        (idempotent, "idempotent"),
+        (open_world, "open_world"),
+        (sensitive, "sensitive"),
+    ] {
+        if on {
+            let m = format_ident!("{method}");
+            setters.push(quote! { .#m() });
+        }
+    }
+    if !icons.is_empty() {
+        setters.push(quote! { .icons(::mcp::macros_support::icons([#(#icons),*])) });
+    }
+    if !scopes.is_empty() {
+        setters.push(quote! { .scopes([#(#scopes),*]) });
+    }
+    if let Some(ms) = timeout_ms {
+        setters.push(quote! { .timeout(::std::time::Duration::from_millis(#ms)) });
+    }
+    if let Some(m) = &meta {
+        setters.push(quote_spanned! {m.span()=> .meta(::mcp::macros_support::meta(#m)) });
+    }
+    if let Some(out) = json_output(&func.sig.output) {
+        setters.push(quote_spanned! {out.span()=>
+            .output_schema(::mcp::macros_support::output_schema_for::<#out>())
+        });
+    }
+    let is_sensitive = destructive || sensitive;
+
+    Ok(quote! {
+        #func
+
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        #vis enum #fn_name {}
+
+        const _: () = {
+            #args_decl
+            #(#defaults)*
+
+            impl ::mcp::macros_support::ToolFactory for #fn_name {
+                const NAME: &'static str = #tool_name;
+                const DESTRUCTIVE: bool = #destructive;
+                const SENSITIVE: bool = #is_sensitive;
+
+                fn def() -> ::mcp::registry::ToolDef {
+                    static DEF: ::std::sync::OnceLock<::mcp::registry::ToolDef> =
+                        ::std::sync::OnceLock::new();
+                    ::core::clone::Clone::clone(DEF.get_or_init(|| {
+                        let handler = |__ctx: ::mcp::Ctx, __raw: ::mcp::registry::ToolArgs| async move {
+                            let __args = match __raw.parse::<#args_ty>() {
+                                ::core::result::Result::Ok(a) => a,
+                                ::core::result::Result::Err(e) => {
+                                    return ::mcp::protocol::CallToolResult::error(e.to_string());
+                                }
+                            };
+                            let _ = &__args;
+                            let _ = &__ctx;
+                            #convert
+                        };
+                        ::mcp::registry::ToolDef::new(
+                            #tool_name,
+                            #description_text,
+                            ::mcp::registry::input_schema_for::<#args_ty>(),
+                            handler,
+                        )
+                        #(#setters)*
+                    }))
+                }
+            }
+        };
+    })
+}
+
+/// `T` when the function returns `Json<T>` or `Result<Json<T>, E>`: its output schema.
+fn json_output(output: &ReturnType) -> Option<&Type> {
+    let ReturnType::Type(_, ty) = output else {
+        return None;
+    };
+    if let Some(t) = generic_inner(ty, "Json") {
+        return Some(t);
+    }
+    generic_inner(ty, "Result").and_then(|ok| generic_inner(ok, "Json"))
+}

@@ -1,0 +1,300 @@
+//! The command line of a server binary: the `main` that `server!` generates calls
+//! [`main`], and a binary with options of its own flattens [`Options`] into its parser.
+//!
+//! ```text
+//! Usage: files [OPTIONS]
+//!
+//! Options:
+//!       --transport <TRANSPORT>  How clients reach the server [env: MCP_TRANSPORT=] [default: stdio] [possible values: stdio, http, sse]
+//!       --bind <ADDR>            Address to listen on (http and sse) [env: MCP_BIND=] [default: 127.0.0.1:8080]
+//!       --list                   Print the tools, resources, templates and prompts as JSON and exit [env: MCP_LIST=]
+//!       --log-level <FILTER>     Log filter for stderr: off, error, warn, info, debug, trace, or tracing directives [env: MCP_LOG_LEVEL=] [default: info]
+//!   -h, --help                   Print help
+//!   -V, --version                Print version
+//! ```
+//!
+//! stdout carries protocol messages only; logs go to stderr.
+//!
+//! A binary with options of its own:
+//!
+//! ```no_run
+//! use clap::Parser;
+//! # fn server() -> mcp::Server { mcp::Server::builder("x", "1").build().unwrap() }
+//!
+//! #[derive(Parser)]
+//! #[command(version)]
+//! struct Args {
+//!     /// The directory to serve.
+//!     #[arg(long, env = "FILES_ROOT")]
+//!     root: std::path::PathBuf,
+//!     #[command(flatten)]
+//!     mcp: mcp::cli::Options,
+//! }
+//!
+//! fn main() -> std::process::ExitCode {
+//!     let args = Args::parse();
+//!     // ... use args.root ...
+//!     args.mcp.run(mcp::Transport::Stdio, server)
+//! }
+//! ```
+
+use std::io::{IsTerminal as _, Write as _};
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, ValueEnum};
+use serde_json::{Value, json};
+
+use crate::server::{Server, Transport};
+
+#[doc(hidden)]
+pub use clap;
+
+/// The transports a binary can serve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TransportArg {
+    /// Newline-delimited JSON-RPC on stdin and stdout (one client: the process that started
+    /// this one).
+    Stdio,
+    /// Streamable HTTP.
+    Http,
+    /// The legacy HTTP+SSE transport (2024-11-05 clients).
+    Sse,
+}
+
+impl TransportArg {
+    fn from_transport(t: Transport) -> Self {
+        match t {
+            Transport::Http => TransportArg::Http,
+            Transport::Sse => TransportArg::Sse,
+            Transport::Stdio | Transport::Unknown => TransportArg::Stdio,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            TransportArg::Stdio => "stdio",
+            TransportArg::Http => "http",
+            TransportArg::Sse => "sse",
+        }
+    }
+}
+
+/// The options every server binary understands. Each has an environment variable too.
+#[derive(Args, Clone, Debug)]
+pub struct Options {
+    /// How clients reach the server.
+    #[arg(long, env = "MCP_TRANSPORT", value_enum)]
+    pub transport: Option<TransportArg>,
+    /// Address to listen on (http and sse).
+    #[arg(
+        long,
+        env = "MCP_BIND",
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8080"
+    )]
+    pub bind: SocketAddr,
+    /// Print the tools, resources, templates and prompts as JSON and exit.
+    #[arg(
+        long,
+        env = "MCP_LIST",
+        action = clap::ArgAction::SetTrue,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub list: bool,
+    /// Log filter for stderr: off, error, warn, info, debug, trace, or tracing directives.
+    #[arg(
+        long,
+        env = "MCP_LOG_LEVEL",
+        value_name = "FILTER",
+        default_value = "info",
+        value_parser = parse_filter
+    )]
+    pub log_level: String,
+}
+
+const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// A level, or tracing directives. A bare word that is not a level would be read by
+/// `EnvFilter` as a target name and silently log nothing, so it is refused.
+fn parse_filter(s: &str) -> Result<String, String> {
+    let hint = "use off, error, warn, info, debug or trace, or directives such as `info,mcp=debug`";
+    for part in s.split(',').map(str::trim) {
+        if !part.contains('=') && !LEVELS.contains(&part.to_ascii_lowercase().as_str()) {
+            return Err(format!("unknown log level `{part}`: {hint}"));
+        }
+    }
+    tracing_subscriber::EnvFilter::builder()
+        .parse(s)
+        .map(|_| s.to_owned())
+        .map_err(|e| format!("{e}: {hint}"))
+}
+
+/// The parser `main` uses when the binary has no options of its own.
+#[derive(Parser, Debug)]
+struct Cli {
+    #[command(flatten)]
+    options: Options,
+}
+
+/// What the generated `main` knows about the binary.
+#[derive(Clone, Copy, Debug)]
+pub struct App {
+    /// The server's name (also the command's name in `--help`).
+    pub name: &'static str,
+    /// The version `--version` prints.
+    pub version: &'static str,
+    /// One line for `--help`.
+    pub about: Option<&'static str>,
+    /// The transport used when neither `--transport` nor `MCP_TRANSPORT` is given.
+    pub transport: Transport,
+}
+
+/// Parses the process's command line and runs the server: what `server!`'s `main` calls.
+/// `--help`, `--version` and usage errors exit as clap does (usage errors with status 2).
+pub fn main(app: App, server: impl FnOnce() -> Server) -> ExitCode {
+    let default = TransportArg::from_transport(app.transport).as_str();
+    let mut command = Cli::command()
+        .name(app.name)
+        .bin_name(app.name)
+        .version(app.version)
+        .mut_arg("transport", |a| a.default_value(default));
+    if let Some(about) = app.about {
+        command = command.about(about);
+    }
+    let matches = command.get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    cli.options.run(app.transport, server)
+}
+
+impl Options {
+    /// Runs the server as these options say: list it, or serve it on the chosen transport
+    /// (`default` when none was chosen) until the client goes away.
+    pub fn run(self, default: Transport, server: impl FnOnce() -> Server) -> ExitCode {
+        init_logging(&self.log_level);
+        let server = server();
+        if self.list {
+            let listing = listing(&server);
+            let mut out = std::io::stdout().lock();
+            let text = serde_json::to_string_pretty(&listing).unwrap_or_default();
+            return match writeln!(out, "{text}") {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(_) => ExitCode::FAILURE,
+            };
+        }
+        let transport = self
+            .transport
+            .unwrap_or_else(|| TransportArg::from_transport(default));
+        let runtime = match tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                eprintln!("error: could not start the async runtime: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        match runtime.block_on(serve(server, transport, self.bind)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+/// Serves `server` on one transport until it stops.
+///
+/// The network transports plug in here: each arm calls its transport's `serve`.
+pub async fn serve(
+    server: Server,
+    transport: TransportArg,
+    bind: SocketAddr,
+) -> Result<(), String> {
+    let (name, version) = (server.info().name.clone(), server.info().version.clone());
+    match transport {
+        TransportArg::Stdio => {
+            tracing::info!(target: "mcp", "serving {name} {version} on stdio");
+            crate::transport::stdio::serve(server)
+                .await
+                .map_err(|e| format!("stdio transport failed: {e}"))
+        }
+        TransportArg::Http | TransportArg::Sse => Err(format!(
+            "the {} transport is not built yet in this version of mcp; use --transport stdio \
+             (it would have listened on {bind})",
+            transport.as_str()
+        )),
+    }
+}
+
+fn init_logging(filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::builder()
+        .parse(filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}
+
+/// Everything a server offers, with schemas, as `--list` prints it.
+pub fn listing(server: &Server) -> Value {
+    let snapshot = server.registry().snapshot();
+    let info = server.info();
+    json!({
+        "server": info,
+        "instructions": server.instructions(),
+        "tools": snapshot.tools().map(|t| t.tool()).collect::<Vec<_>>(),
+        "resources": snapshot.resources().map(|r| r.resource()).collect::<Vec<_>>(),
+        "resourceTemplates": snapshot.templates().map(|t| t.template()).collect::<Vec<_>>(),
+        "prompts": snapshot.prompts().map(|p| p.prompt()).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_option_and_rejects_typos() {
+        let cli = Cli::try_parse_from(["x", "--transport", "stdio", "--list"]).unwrap();
+        assert_eq!(cli.options.transport, Some(TransportArg::Stdio));
+        assert!(cli.options.list);
+        let e = Cli::try_parse_from(["x", "--transport", "stdoi"]).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("invalid value 'stdoi'"), "{text}");
+        assert!(text.contains("stdio, http, sse"), "{text}");
+        let e = Cli::try_parse_from(["x", "--log-level", "loud"]).unwrap_err();
+        assert!(e.to_string().contains("unknown log level `loud`"), "{e}");
+        for ok in ["debug", "WARN", "info,mcp=trace", "off"] {
+            assert!(
+                Cli::try_parse_from(["x", "--log-level", ok]).is_ok(),
+                "{ok}"
+            );
+        }
+        let e = Cli::try_parse_from(["x", "--bind", "nowhere"]).unwrap_err();
+        assert!(e.to_string().contains("--bind"), "{e}");
+    }
+
+    #[test]
+    fn network_transports_say_they_are_not_built() {
+        let server = Server::builder("x", "1").build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let e = rt
+            .block_on(serve(
+                server,
+                TransportArg::Http,
+                "127.0.0.1:1".parse().unwrap(),
+            ))
+            .unwrap_err();
+        assert!(e.contains("http transport is not built yet"), "{e}");
+    }
+}

@@ -1,0 +1,8 @@
+use mcp::prelude::*;
+
+#[tool(read_only)]
+async fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+fn main() {}
