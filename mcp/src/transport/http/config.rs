@@ -98,7 +98,7 @@ impl Default for HttpConfig {
             keep_alive: Duration::from_secs(15),
             retry: Duration::from_secs(3),
             event_store_events: 256,
-            event_store_bytes: 1024 * 1024,
+            event_store_bytes: 256 * 1024,
             sessionless: false,
             legacy_sse: false,
             sse_path: "/sse".to_owned(),
@@ -208,7 +208,8 @@ impl HttpConfig {
         self
     }
 
-    /// How many bytes of SSE events each session keeps for replay (default 1 MiB).
+    /// How many bytes of SSE events each session keeps for replay (default 256 KiB; the
+    /// newest event is kept whatever its size).
     pub fn event_store_bytes(mut self, bytes: usize) -> Self {
         self.event_store_bytes = bytes;
         self

@@ -9,7 +9,10 @@
 //! its running requests stop.
 //!
 //! The same safety rules as Streamable HTTP apply (Host and Origin checks, size limits,
-//! bearer tokens, the boot guard); see [`crate::transport::http`]. Serve it on its own with
+//! bearer tokens, the boot guard); see [`crate::transport::http`]. One difference: a
+//! `tools/call` lacking a tool's scopes is not turned into a 403 step-up challenge here
+//! (clients of this transport predate step-up authorization); the tool seam answers it
+//! with an `isError` result naming the missing scopes. Serve it on its own with
 //! [`router`] or [`serve`], or beside Streamable HTTP with
 //! [`HttpConfig::legacy_sse`](crate::transport::http::HttpConfig::legacy_sse).
 
@@ -146,7 +149,7 @@ async fn open_stream(
     let principal = principal.map(|Extension(p)| p);
     let table = &app.sse_sessions;
     let (out, out_rx) = Outbound::channel(app.server.config().outbound_capacity);
-    let id: Arc<str> = {
+    let (id, session) = {
         let mut map = table.map.write();
         if map.len() >= table.max {
             return rpc_error(
@@ -167,20 +170,17 @@ async fn open_stream(
         let conn = app
             .server
             .connect(ConnId::random("sse"), Transport::Sse, out.clone());
-        map.insert(
-            Arc::clone(&id),
-            Arc::new(SseSession {
-                conn,
-                out,
-                owner: principal
-                    .as_deref()
-                    .map(|p| (p.subject.clone(), p.issuer.clone())),
-                closed: CancellationToken::new(),
-            }),
-        );
-        id
+        let session = Arc::new(SseSession {
+            conn,
+            out,
+            owner: principal
+                .as_deref()
+                .map(|p| (p.subject.clone(), p.issuer.clone())),
+            closed: CancellationToken::new(),
+        });
+        map.insert(Arc::clone(&id), Arc::clone(&session));
+        (id, session)
     };
-    let session = table.get(&id).expect("inserted above");
 
     // Where the client POSTs: the messages path under whatever prefix this router is
     // mounted at.
