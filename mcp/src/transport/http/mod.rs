@@ -81,6 +81,9 @@ use axum::routing::get;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
+/// The axum version the routers are built with, so an application can name
+/// [`axum::Router`] and add layers without a version mismatch.
+pub use axum;
 pub use config::{DEFAULT_ALLOWED_HOSTS, HttpConfig};
 pub use oauth::{BearerAuth, METADATA_PATH};
 
