@@ -54,6 +54,14 @@
 //! Idle sessions expire; their number is capped (503 when full). Disconnecting from a
 //! stream does not cancel its request (`notifications/cancelled` does).
 //!
+//! Requests without `Mcp-Session-Id` (other than `initialize`) get 400 unless
+//! [`HttpConfig::allow_sessionless_requests`] is on; then they run on one shared anonymous
+//! connection that is never sent a request (no elicitation) and gets no progress or logs.
+//!
+//! No CORS headers are added: a browser-based client on another origin needs a CORS layer
+//! of your own (for example tower-http's `CorsLayer`) that allows the MCP headers and
+//! exposes `Mcp-Session-Id`, and that origin in [`HttpConfig::allow_origin`].
+//!
 //! # Scope challenges on `tools/call`
 //!
 //! A tool may require scopes (`ToolDef::scopes`). With [`BearerAuth`] configured, calling
