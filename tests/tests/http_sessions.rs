@@ -325,13 +325,13 @@ async fn a_second_initialize_on_a_session_is_refused_and_a_failed_one_leaves_no_
 async fn idle_sessions_expire() {
     let srv = HttpTestServer::start(
         fixture().server,
-        test_config().session_idle_timeout(Duration::from_millis(200)),
+        test_config().session_idle_timeout(Duration::from_millis(300)),
     )
     .await;
     let mut c = srv.client();
     c.initialize("2025-11-25", json!({})).await;
     assert_eq!(c.request(1, "ping", json!({})).await["result"], json!({}));
-    tokio::time::sleep(Duration::from_millis(450)).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
     let ex = c.exchange(json!(2), "ping", json!({})).await;
     assert_eq!(ex.status, StatusCode::NOT_FOUND);
 
@@ -340,7 +340,7 @@ async fn idle_sessions_expire() {
     d.initialize("2025-11-25", json!({})).await;
     let stream = d.get().send().await.unwrap();
     assert_eq!(stream.status(), StatusCode::OK);
-    tokio::time::sleep(Duration::from_millis(450)).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
     assert_eq!(d.request(3, "ping", json!({})).await["result"], json!({}));
     drop(stream);
 }
