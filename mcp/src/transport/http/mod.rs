@@ -103,8 +103,9 @@ pub(crate) use guard::{
 use crate::auth::deployment::{BootRefused, Deployment};
 use crate::server::Server;
 
-/// The address [`serve`] callers use when none is given: loopback only, port 3000.
-pub const DEFAULT_ADDR: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 3000));
+/// The address [`serve`] callers use when none is given: loopback only, port 8080 (the
+/// same default as the binary's `--bind`).
+pub const DEFAULT_ADDR: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 8080));
 
 /// Why an HTTP transport did not start or stopped.
 #[derive(Debug)]
