@@ -224,11 +224,18 @@ pub async fn serve(
                 .await
                 .map_err(|e| format!("stdio transport failed: {e}"))
         }
-        TransportArg::Http | TransportArg::Sse => Err(format!(
-            "the {} transport is not built yet in this version of mcp; use --transport stdio \
-             (it would have listened on {bind})",
-            transport.as_str()
-        )),
+        TransportArg::Http => {
+            tracing::info!(target: "mcp", "serving {name} {version} over Streamable HTTP on {bind}");
+            crate::transport::http::serve(server, crate::transport::http::HttpConfig::new(), bind)
+                .await
+                .map_err(|e| format!("http transport failed: {e}"))
+        }
+        TransportArg::Sse => {
+            tracing::info!(target: "mcp", "serving {name} {version} over legacy HTTP+SSE on {bind}");
+            crate::transport::sse::serve(server, crate::transport::http::HttpConfig::new(), bind)
+                .await
+                .map_err(|e| format!("sse transport failed: {e}"))
+        }
     }
 }
 
@@ -283,18 +290,22 @@ mod tests {
     }
 
     #[test]
-    fn network_transports_say_they_are_not_built() {
-        let server = Server::builder("x", "1").build().unwrap();
+    fn network_transports_serve_through_the_http_module() {
         let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
             .build()
             .unwrap();
-        let e = rt
-            .block_on(serve(
-                server,
-                TransportArg::Http,
-                "127.0.0.1:1".parse().unwrap(),
-            ))
-            .unwrap_err();
-        assert!(e.contains("http transport is not built yet"), "{e}");
+        // An address already in use: each arm reaches its transport, which fails to bind.
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = taken.local_addr().unwrap();
+        for (transport, name) in [(TransportArg::Http, "http"), (TransportArg::Sse, "sse")] {
+            let server = Server::builder("x", "1")
+                .authorizer(crate::auth::allow_all())
+                .read_authorizer(crate::auth::allow_all())
+                .build()
+                .unwrap();
+            let e = rt.block_on(serve(server, transport, addr)).unwrap_err();
+            assert!(e.starts_with(&format!("{name} transport failed: ")), "{e}");
+        }
     }
 }
