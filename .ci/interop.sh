@@ -7,6 +7,10 @@
 #
 # Installs the pinned clients into interop/js/node_modules and interop/python/.venv
 # (git-ignored, reused by later runs). Fails if any check of any client fails.
+#
+# HTTP_AUTO_NEGOTIATES (default 2026-07-28) is the revision the Python client's `auto` mode
+# must reach over Streamable HTTP: 2025-11-25 while the HTTP transport serves only the
+# handshake era (the client then falls back to initialize, which is checked instead).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=.ci/lib.sh
@@ -55,7 +59,8 @@ section "interop: start everything over Streamable HTTP"
 trap stop_everything EXIT
 start_everything_http "$BIN" "$OUT/server"
 run "typescript sdk over streamable http" node interop/js/client.mjs http "$EVERYTHING_URL"
-run "python sdk over streamable http" "$VENV/bin/python" interop/python/check.py http "$EVERYTHING_URL"
+run "python sdk over streamable http" "$VENV/bin/python" interop/python/check.py http "$EVERYTHING_URL" \
+  --auto-negotiates "${HTTP_AUTO_NEGOTIATES:-2026-07-28}"
 stop_everything
 trap - EXIT
 if grep -q "panicked" "$OUT/server.stderr.log"; then

@@ -8,8 +8,12 @@
   client, awaited in place.
 
 Usage:
-    python check.py stdio <path to the everything binary>
-    python check.py http <http://127.0.0.1:PORT/mcp>
+    python check.py stdio <path to the everything binary> [--auto-negotiates VERSION]
+    python check.py http <http://127.0.0.1:PORT/mcp> [--auto-negotiates VERSION]
+
+`--auto-negotiates` names the revision mode="auto" must end up with (default 2026-07-28);
+2025-11-25 checks the SDK's fallback to the handshake against an endpoint that serves only
+the handshake era. The checks follow the negotiated revision.
 
 Prints one line per check and a closing count per mode; exits 1 if any check failed.
 """
@@ -82,6 +86,7 @@ def text(result: Any) -> str:
 
 
 async def run_mode(kind: str, target: str, mode: str) -> tuple[int, int]:
+    modern = EXPECTED_VERSION[mode] == "2026-07-28"
     human = Human()
     logs: list[types.LoggingMessageNotificationParams] = []
 
@@ -102,7 +107,7 @@ async def run_mode(kind: str, target: str, mode: str) -> tuple[int, int]:
         list_roots_callback=human.roots,
         logging_callback=on_log,
         message_handler=on_message,
-        log_level="info" if mode == "auto" else None,
+        log_level="info" if modern else None,
         read_timeout_seconds=20,
     )
     checks: list[tuple[str, Callable[[Client], Awaitable[None]]]] = []
@@ -163,7 +168,7 @@ async def run_mode(kind: str, target: str, mode: str) -> tuple[int, int]:
 
     @check("logging")
     async def _(c: Client) -> None:
-        if mode == "legacy":
+        if not modern:
             await c.set_logging_level("info")
         logs.clear()
         await c.call_tool("test_tool_with_logging", {})
@@ -220,7 +225,7 @@ async def run_mode(kind: str, target: str, mode: str) -> tuple[int, int]:
         try:
             await c.read_resource("test://nonexistent-resource-for-conformance-testing")
         except MCPError as e:
-            assert e.error.code == (-32602 if mode == "auto" else -32002), e.error
+            assert e.error.code == (-32602 if modern else -32002), e.error
         else:
             raise AssertionError("reading a missing resource succeeded")
 
@@ -250,7 +255,7 @@ async def run_mode(kind: str, target: str, mode: str) -> tuple[int, int]:
         )
         assert r.completion.values == ["welcome"], r
 
-    if mode == "auto":
+    if modern:
 
         @check("subscriptions/listen sees a tool list change")
         async def _(c: Client) -> None:
@@ -294,10 +299,10 @@ async def run_mode(kind: str, target: str, mode: str) -> tuple[int, int]:
     async with bare as c:
         try:
             r = await c.call_tool("test_missing_capability", {})
-            ok = mode == "legacy" and r.is_error and "sampling" in text(r)
+            ok = not modern and r.is_error and "sampling" in text(r)
             detail = r
         except MCPError as e:
-            ok = mode == "auto" and e.error.code == -32021 and e.error.data == {"requiredCapabilities": {"sampling": {}}}
+            ok = modern and e.error.code == -32021 and e.error.data == {"requiredCapabilities": {"sampling": {}}}
             detail = e.error
         if ok:
             passed += 1
@@ -311,10 +316,14 @@ async def run_mode(kind: str, target: str, mode: str) -> tuple[int, int]:
 
 
 async def main() -> int:
-    if len(sys.argv) != 3 or sys.argv[1] not in ("stdio", "http"):
+    args = sys.argv[1:]
+    if len(args) == 4 and args[2] == "--auto-negotiates":
+        EXPECTED_VERSION["auto"] = args[3]
+        args = args[:2]
+    if len(args) != 2 or args[0] not in ("stdio", "http"):
         print(__doc__, file=sys.stderr)
         return 2
-    kind, target = sys.argv[1], sys.argv[2]
+    kind, target = args
     total_failed = 0
     for mode in ("auto", "legacy"):
         try:
