@@ -19,6 +19,8 @@ fn run(bin: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
         "MCP_BIND",
         "MCP_LIST",
         "MCP_LOG_LEVEL",
+        "MCP_ENV",
+        "MCP_REQUIRE_AUTHORIZATION",
         "FILES_ROOT",
     ] {
         cmd.env_remove(var);
@@ -71,18 +73,21 @@ fn a_mistyped_transport_is_a_clear_usage_error() {
 }
 
 #[test]
-fn network_transports_are_not_built_yet() {
+fn network_transports_refuse_to_boot_without_authorizers() {
+    // quickstart chooses no authorizer: outside development, HTTP and SSE refuse to start
+    // and say why, before binding anything.
     for (args, env) in [
-        (vec!["--transport", "http"], vec![]),
-        (vec![], vec![("MCP_TRANSPORT", "sse")]),
+        (vec!["--transport", "http"], vec![("MCP_ENV", "production")]),
+        (
+            vec![],
+            vec![("MCP_TRANSPORT", "sse"), ("MCP_ENV", "production")],
+        ),
     ] {
         let out = run(QUICKSTART, &args, &env);
         assert_eq!(out.status.code(), Some(1));
-        assert!(
-            text(&out.stderr).contains("transport is not built yet"),
-            "{}",
-            text(&out.stderr)
-        );
+        let err = text(&out.stderr);
+        assert!(err.contains("refuses to boot"), "{err}");
+        assert!(err.contains("authorizer"), "{err}");
         assert!(out.stdout.is_empty());
     }
 }
