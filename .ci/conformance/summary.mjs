@@ -3,14 +3,17 @@
 // fared. A scenario passes when none of its checks is a FAILURE, which is how the suite
 // scores a requirement set; warnings are counted and shown but do not fail it.
 //
-// Usage: node summary.mjs <revision> <results-dir>
+// Usage: node summary.mjs <revision> <results-dir> [--informational]
 // Prints the per-revision line and exits 1 if a required scenario failed or never ran.
+// With --informational (a revision this run reports but does not require), failures are
+// listed as "not passing" and the exit status is 0.
 
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const [revision, resultsDir] = process.argv.slice(2);
+const [revision, resultsDir, flag] = process.argv.slice(2);
+const informational = flag === '--informational';
 if (!revision || !resultsDir) {
   console.error('usage: node summary.mjs <revision> <results-dir>');
   process.exit(2);
@@ -92,7 +95,7 @@ console.log(
   `conformance ${revision}: ${passed}/${required.length} required server scenarios passed` +
     (warnings ? ` (${warnings} warning checks)` : '')
 );
-for (const f of failing) console.log(`  FAILED ${f}`);
+for (const f of failing) console.log(`  ${informational ? 'not passing' : 'FAILED'} ${f}`);
 
 const unscoredLines = unscored.map((scenario) => {
   const checks = ran.get(scenario);
@@ -107,4 +110,4 @@ const unscoredPassed = unscored.filter((s) => {
 console.log(`  not scored: ${unscoredPassed}/${unscored.length} passed`);
 for (const line of unscoredLines) console.log(`    ${line}`);
 
-process.exit(failing.length === 0 ? 0 : 1);
+process.exit(failing.length === 0 || informational ? 0 : 1);
