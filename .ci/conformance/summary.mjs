@@ -97,15 +97,22 @@ console.log(
 );
 for (const f of failing) console.log(`  ${informational ? 'not passing' : 'FAILED'} ${f}`);
 
+// A scenario whose checks are all INFO or SKIPPED verified nothing: say so, not "passed".
+const verdict = (checks) => {
+  if (count(checks, 'FAILURE') > 0) return 'failed';
+  if (count(checks, 'SUCCESS') + count(checks, 'WARNING') === 0) return 'checked nothing';
+  return 'passed';
+};
 const unscoredLines = unscored.map((scenario) => {
   const checks = ran.get(scenario);
   if (!checks) return `${scenario}: did not run`;
-  const failed = count(checks, 'FAILURE');
-  return `${scenario}: ${failed === 0 ? 'passed' : `${failed} failing check(s)`} (${count(checks, 'SUCCESS')} ok, ${count(checks, 'WARNING')} warnings, ${count(checks, 'SKIPPED')} skipped)`;
+  const v = verdict(checks);
+  const what = v === 'failed' ? `${count(checks, 'FAILURE')} failing check(s)` : v;
+  return `${scenario}: ${what} (${count(checks, 'SUCCESS')} ok, ${count(checks, 'WARNING')} warnings, ${count(checks, 'SKIPPED')} skipped, ${count(checks, 'INFO')} info)`;
 });
 const unscoredPassed = unscored.filter((s) => {
   const checks = ran.get(s);
-  return checks && count(checks, 'FAILURE') === 0;
+  return checks && verdict(checks) === 'passed';
 }).length;
 console.log(`  not scored: ${unscoredPassed}/${unscored.length} passed`);
 for (const line of unscoredLines) console.log(`    ${line}`);
