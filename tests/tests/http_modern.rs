@@ -851,6 +851,7 @@ async fn notifications_are_202_and_get_delete_without_a_session_are_405() {
 
     for request in [
         c.http.get(&c.url).header("accept", "text/event-stream"),
+        c.http.get(&c.url),
         c.http
             .get(&c.url)
             .header("accept", "text/event-stream")

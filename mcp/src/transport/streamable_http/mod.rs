@@ -695,6 +695,11 @@ async fn get_handler(
     principal: MaybePrincipal,
     headers: HeaderMap,
 ) -> Response {
+    let id = match session_header(&headers) {
+        Ok(Some(id)) => id,
+        Ok(None) => return no_stream_without_session(),
+        Err(r) => return r,
+    };
     if !accepts(&headers, "text/event-stream") {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
@@ -703,11 +708,6 @@ async fn get_handler(
         );
     }
     let principal = principal_of(principal);
-    let id = match session_header(&headers) {
-        Ok(Some(id)) => id,
-        Ok(None) => return no_stream_without_session(),
-        Err(r) => return r,
-    };
     if let Err(r) = version_header(&headers) {
         return r;
     }
