@@ -7,7 +7,8 @@
 //! roots, the 2026-07-28 input-required rounds with sealed request state, a capability a
 //! tool requires, resources (text, binary, a template, one that changes), subscriptions,
 //! prompts (arguments, completion, embedded resources, images, one that asks first),
-//! list-changed triggers, a tool whose input schema is kept verbatim, and a small note
+//! list-changed triggers, a tool whose input schema is kept verbatim, an argument mirrored
+//! into an HTTP header (`x-mcp-header`), and a small note
 //! store with a destructive tool that the authorizer asks the human about.
 //!
 //! ```text
@@ -568,6 +569,26 @@ async fn test_update_watched_resource(ctx: Ctx) -> String {
 }
 
 // ------------------------------------------------------------------------------------------
+// An argument mirrored into an HTTP header (2026-07-28, SEP-2243)
+// ------------------------------------------------------------------------------------------
+
+/// Where to look something up.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct Lookup {
+    /// The region. On 2026-07-28 over HTTP the client also sends it as the
+    /// `Mcp-Param-Region` header, which the transport checks against this value.
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+}
+
+/// Echoes a region that clients also send as the `Mcp-Param-Region` header (`x-mcp-header`
+/// in its input schema), so gateways can route on it without reading the body.
+#[tool(read_only, idempotent)]
+async fn test_header_param(#[args] lookup: Lookup) -> String {
+    format!("region: {}", lookup.region)
+}
+
+// ------------------------------------------------------------------------------------------
 // A note store: structured output, a template with completion, a guarded destructive tool
 // ------------------------------------------------------------------------------------------
 
@@ -879,6 +900,7 @@ mcp::server! {
         test_trigger_tool_change,
         test_trigger_prompt_change,
         test_update_watched_resource,
+        test_header_param,
         add_note,
         delete_note,
     ],

@@ -155,6 +155,23 @@ async fn handshake_session(wiring: Wiring) {
     assert_eq!(schema["additionalProperties"], false);
     assert_eq!(schema["else"], json!({"required": ["email"]}));
     assert!(schema["allOf"][0]["anyOf"].is_array());
+    let header_tool = listed
+        .iter()
+        .find(|t| t["name"] == "test_header_param")
+        .unwrap();
+    assert_eq!(
+        header_tool["inputSchema"]["properties"]["region"]["x-mcp-header"],
+        "Region"
+    );
+    let r = call(
+        &mut s,
+        99,
+        "test_header_param",
+        json!({"region": "eu"}),
+        no_questions,
+    )
+    .await;
+    assert_eq!(text(&r.response["result"]), "region: eu");
 
     // Content of every type.
     let r = call(&mut s, 100, "test_simple_text", json!({}), no_questions).await;
