@@ -83,10 +83,7 @@ where
             // An oversized message: answer once, then skip the rest of the line.
             discarding = true;
             buf.clear();
-            let error = ErrorObject::invalid_request(format!(
-                "Invalid request: the message exceeds the {max}-byte limit"
-            ));
-            out.send(Reply::error(None, &error).into_frame()).await;
+            out.send(oversized(max)).await;
         } else if discarding {
             buf.clear();
         }
@@ -114,6 +111,12 @@ where
 async fn handle_line(conn: &Arc<Connection>, out: &Outbound, tasks: &TaskTracker, line: &[u8]) {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
+        return;
+    }
+    // A line can arrive whole in one read, never having crossed the limit while incomplete.
+    let max = conn.server().config().max_message_size;
+    if line.len() > max {
+        out.send(oversized(max)).await;
         return;
     }
     match decode(line) {
@@ -152,6 +155,14 @@ async fn handle_line(conn: &Arc<Connection>, out: &Outbound, tasks: &TaskTracker
             });
         }
     }
+}
+
+/// The error for a line longer than `max` bytes.
+fn oversized(max: usize) -> String {
+    let error = ErrorObject::invalid_request(format!(
+        "Invalid request: the message exceeds the {max}-byte limit"
+    ));
+    Reply::error(None, &error).into_frame()
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(
