@@ -2,10 +2,12 @@
 //! for every message a server emits, a harness that drives a server binary over stdio
 //! (pipes or a Unix socket pair), and the seed suites' tools and assertions.
 
+pub mod gate;
 pub mod pipe;
 pub mod process;
 pub mod schema;
 
+pub use gate::Gate;
 pub use pipe::PipeServer;
 pub use process::{StdioServer, Wiring};
 pub use schema::{SchemaValidator, validate_server_message};

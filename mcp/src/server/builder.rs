@@ -29,6 +29,14 @@ pub struct ServerConfig {
     /// Handlers running at once, across all connections (default 256). Beyond it a tool call
     /// gets an `isError` result `server_busy`.
     pub max_in_flight: usize,
+    /// Requests running handlers at once on one connection (default 64), so one client
+    /// cannot take every `max_in_flight` slot. Beyond it a tool call gets an `isError`
+    /// result `connection_busy`, and other requests a -32603 error saying the same.
+    pub max_requests_per_connection: usize,
+    /// Requests to the client (elicitation, sampling, roots) waiting for an answer on one
+    /// connection (default 16). Beyond it a new ask is refused at once: an approval is
+    /// denied, and `Ctx::elicit` and friends fail with `ClientRequestError::TooManyPending`.
+    pub max_pending_per_connection: usize,
     /// Connections whose state is kept (default 10 000); beyond it the oldest without a live
     /// transport is evicted first.
     pub max_connections: usize,
@@ -62,6 +70,8 @@ impl Default for ServerConfig {
             call_timeout: Duration::from_secs(120),
             authorizer_timeout: Duration::from_secs(10),
             max_in_flight: 256,
+            max_requests_per_connection: 64,
+            max_pending_per_connection: 16,
             max_connections: 10_000,
             outbound_capacity: 1024,
             max_message_size: 4 * 1024 * 1024,
@@ -303,6 +313,18 @@ impl ServerBuilder {
         self
     }
 
+    /// How many requests may run handlers at once on one connection.
+    pub fn max_requests_per_connection(mut self, n: usize) -> Self {
+        self.config.max_requests_per_connection = n;
+        self
+    }
+
+    /// How many requests to the client may wait for an answer on one connection.
+    pub fn max_pending_per_connection(mut self, n: usize) -> Self {
+        self.config.max_pending_per_connection = n;
+        self
+    }
+
     /// How many connections' state is kept.
     pub fn max_connections(mut self, n: usize) -> Self {
         self.config.max_connections = n;
@@ -369,6 +391,14 @@ impl ServerBuilder {
         for (option, value) in [
             ("max_connections", self.config.max_connections),
             ("max_in_flight", self.config.max_in_flight),
+            (
+                "max_requests_per_connection",
+                self.config.max_requests_per_connection,
+            ),
+            (
+                "max_pending_per_connection",
+                self.config.max_pending_per_connection,
+            ),
             ("page_size", self.config.page_size),
             ("outbound_capacity", self.config.outbound_capacity),
             ("max_message_size", self.config.max_message_size),
@@ -448,7 +478,12 @@ impl ServerBuilder {
             authorizer: self.authorizer,
             authorizer_source: self.authorizer_source.unwrap_or_default(),
             read_authorizer: self.read_authorizer,
-            conns: ConnTable::new(self.config.max_connections, self.transport, self.on_event),
+            conns: ConnTable::new(
+                self.config.max_connections,
+                self.config.max_pending_per_connection,
+                self.transport,
+                self.on_event,
+            ),
             in_flight: Arc::new(tokio::sync::Semaphore::new(self.config.max_in_flight)),
             sealer: crate::elicit::state::StateSealer::new(
                 state_key,

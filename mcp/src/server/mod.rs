@@ -24,10 +24,11 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use builder::{BuildError, ServerBuilder, ServerConfig};
-pub(crate) use connection::ConnState;
 pub use connection::{
-    ConnId, ConnectionEvent, Outbound, OutboundReceiver, Transport, UnknownTransport,
+    ConnId, ConnectionEvent, ConnectionStats, Outbound, OutboundReceiver, Transport,
+    UnknownTransport,
 };
+pub(crate) use connection::{ConnState, ParkRefused};
 pub use reply::Reply;
 
 use crate::auth::{AuditSink, Authorizer, AuthorizerSource, Principal};
@@ -145,6 +146,13 @@ impl Server {
         self.inner.conns.len()
     }
 
+    /// What connection `id` holds right now (running requests, parked questions, ...), or
+    /// `None` when the server keeps no state for it (it never existed, or it went away and
+    /// everything it held was released).
+    pub fn connection_stats(&self, id: &ConnId) -> Option<ConnectionStats> {
+        self.inner.conns.get(id).map(|c| c.stats())
+    }
+
     /// Attaches a transport for connection `id`: messages for it will be queued on `out`.
     /// Dropping the returned [`Connection`] detaches it and closes whatever it still has
     /// parked or running.
@@ -258,6 +266,11 @@ impl Connection {
     /// The server.
     pub fn server(&self) -> &Server {
         &self.server
+    }
+
+    /// What this connection holds right now.
+    pub fn stats(&self) -> ConnectionStats {
+        self.state.stats()
     }
 
     /// Whether the server closed this connection (its state was evicted at the cap, or

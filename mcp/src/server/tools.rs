@@ -254,7 +254,7 @@ impl Server {
         }
     }
 
-    fn tool_reply(&self, scope: &Scope, mut result: CallToolResult) -> Reply {
+    pub(super) fn tool_reply(&self, scope: &Scope, mut result: CallToolResult) -> Reply {
         compat::tool_result(scope.version(), &mut result);
         self.reply_with_meta(scope, result, None)
     }

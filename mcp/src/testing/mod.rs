@@ -75,6 +75,12 @@ impl TestClient {
         self.conn.id()
     }
 
+    /// What the server holds for this connection right now (running requests, parked
+    /// questions, ...).
+    pub fn stats(&self) -> crate::server::ConnectionStats {
+        self.conn.stats()
+    }
+
     /// How long to wait for a message before giving up (default 5 s).
     pub fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout;
