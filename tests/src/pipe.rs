@@ -21,10 +21,20 @@ impl PipeServer {
     /// Starts serving `server`. `buffer` is the capacity of each pipe in bytes: a small one
     /// makes a writer block as soon as the other side stops reading.
     pub fn start(server: Server, buffer: usize) -> PipeServer {
+        Self::start_until(server, buffer, std::future::pending())
+    }
+
+    /// Like [`PipeServer::start`], stopping gracefully when `stop` completes (as on
+    /// SIGTERM): see [`mcp::transport::stdio::serve_io_until`].
+    pub fn start_until(
+        server: Server,
+        buffer: usize,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> PipeServer {
         let (client_in, server_in) = tokio::io::duplex(buffer);
         let (server_out, client_out) = tokio::io::duplex(buffer);
-        let task = tokio::spawn(mcp::transport::stdio::serve_io(
-            server, server_in, server_out,
+        let task = tokio::spawn(mcp::transport::stdio::serve_io_until(
+            server, server_in, server_out, stop,
         ));
         PipeServer {
             input: Some(client_in),
@@ -101,6 +111,11 @@ impl PipeServer {
         self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             .await;
         reply
+    }
+
+    /// Takes the server's input, to write to it from another task.
+    pub fn take_input(&mut self) -> DuplexStream {
+        self.input.take().expect("input is open")
     }
 
     /// Closes the server's input (EOF), as a host does when it is done.

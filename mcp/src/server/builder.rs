@@ -60,6 +60,9 @@ pub struct ServerConfig {
     pub max_listeners: usize,
     /// Used `requestState` nonces remembered until they expire (default 100 000).
     pub max_used_nonces: usize,
+    /// How long running requests may finish when the server is asked to stop (SIGTERM on
+    /// stdio) before the transport returns anyway (default 5 s).
+    pub shutdown_grace: Duration,
 }
 
 impl Default for ServerConfig {
@@ -81,6 +84,7 @@ impl Default for ServerConfig {
             request_state_ttl: Duration::from_secs(600),
             max_listeners: 1024,
             max_used_nonces: 100_000,
+            shutdown_grace: Duration::from_secs(5),
         }
     }
 }
@@ -349,6 +353,12 @@ impl ServerBuilder {
     /// How long a sealed `requestState` stays valid.
     pub fn request_state_ttl(mut self, d: Duration) -> Self {
         self.config.request_state_ttl = d;
+        self
+    }
+
+    /// How long running requests may finish when the server is asked to stop.
+    pub fn shutdown_grace(mut self, d: Duration) -> Self {
+        self.config.shutdown_grace = d;
         self
     }
 

@@ -334,6 +334,14 @@ impl ConnState {
         }
     }
 
+    /// Cancels every running request the client could have cancelled; no response is sent
+    /// for them. The connection stays attached.
+    pub(crate) fn cancel_running(&self) {
+        for token in self.in_flight.lock().values() {
+            token.cancel();
+        }
+    }
+
     /// Closes everything the connection holds: parked requests see their answer channel
     /// drop, in-flight calls are cancelled. Nothing is pushed: the owner is gone.
     pub(crate) fn close(&self) {

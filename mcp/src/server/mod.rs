@@ -337,6 +337,13 @@ impl Connection {
         self.state.input_closed.cancel();
     }
 
+    /// Cancels every running request on this connection that a client could cancel (as if
+    /// it had sent `notifications/cancelled` for each): their handlers are dropped and no
+    /// response is sent. Transports call it when they give up waiting at shutdown.
+    pub(crate) fn cancel_running(&self) {
+        self.state.cancel_running();
+    }
+
     async fn handle_batch(
         &self,
         items: Vec<Result<Message, crate::protocol::jsonrpc::DecodeError>>,
