@@ -6,14 +6,21 @@
 //! timeout (seed_server.rs `callback_timeout_at_call_timeout`), stdin EOF with a parked call
 //! (examples/tests/stdio_wire.rs `stdin_eof_exits_promptly_and_closes_parked_calls`).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp::Server;
 use mcp::auth::{Decision, policy};
+use mcp::prelude::Json;
+use mcp::registry::{
+    CompletionRequest, PromptArgs, PromptDef, ResourceRequest, ResourceTemplateDef, ToolArgs,
+    ToolDef,
+};
 use mcp::server::ServerConfig;
 use mcp::testing::TestClient;
+use mcp::{Ctx, Server};
 use mcp_tests::{
     Gate, PipeServer, Runs, StdioServer, Wiring, add_tool, answer, call_frame, counting_tool,
+    initialized_client,
 };
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
@@ -283,4 +290,266 @@ async fn sigterm_exits_after_the_grace_period_when_a_call_runs_on() {
         took >= Duration::from_millis(400) && took < Duration::from_millis(2000),
         "{took:?}"
     );
+}
+
+// ---- careless handlers ----
+
+/// A tool whose closure panics before it even returns its future.
+fn panics_at_once(name: &str) -> ToolDef {
+    ToolDef::new(
+        name,
+        "Panics while making its future.",
+        json!({"type": "object"}),
+        |_ctx: Ctx, _args: ToolArgs| {
+            if name_is_never_empty() {
+                panic!("upstream secret: hunter2");
+            }
+            async { "unreachable" }
+        },
+    )
+}
+
+fn name_is_never_empty() -> bool {
+    true
+}
+
+fn careless() -> Server {
+    let template =
+        ResourceTemplateDef::new("boom://{id}", "boom", |_ctx: Ctx, _r: ResourceRequest| {
+            if name_is_never_empty() {
+                panic!("upstream secret: hunter2");
+            }
+            async { "unreachable" }
+        })
+        .unwrap()
+        .complete(
+            "id",
+            Arc::new(|_r: CompletionRequest| {
+                if name_is_never_empty() {
+                    panic!("upstream secret: hunter2");
+                }
+                async { Vec::<String>::new() }
+            }),
+        );
+    let prompt = PromptDef::new("boom", "Panics.", |_ctx: Ctx, _a: PromptArgs| {
+        if name_is_never_empty() {
+            panic!("upstream secret: hunter2");
+        }
+        async { "unreachable" }
+    });
+    Server::builder("faults", "1")
+        .tool(panics_at_once("boom"))
+        .tool(add_tool())
+        .template(template)
+        .prompt(prompt)
+        .call_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap()
+}
+
+fn assert_contained(text: &str) {
+    assert!(text.contains("callback_panicked"), "{text}");
+    assert!(
+        !text.contains("hunter2"),
+        "the panic message leaked: {text}"
+    );
+}
+
+#[tokio::test]
+async fn a_handler_that_panics_before_returning_its_future_is_contained() {
+    let server = careless();
+    let mut c = initialized_client(&server, json!({})).await;
+    let r = c.call_tool("boom", json!({})).await.unwrap();
+    assert!(r.is_error());
+    assert_contained(r.content[0].as_text().unwrap());
+
+    let e = c
+        .request("resources/read", json!({"uri": "boom://1"}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, -32603);
+    assert_contained(&e.message);
+
+    let e = c
+        .request("prompts/get", json!({"name": "boom", "arguments": {}}))
+        .await
+        .unwrap_err();
+    assert_contained(&e.message);
+
+    let e = c
+        .request(
+            "completion/complete",
+            json!({"ref": {"type": "ref/resource", "uri": "boom://{id}"},
+                   "argument": {"name": "id", "value": "x"}}),
+        )
+        .await
+        .unwrap_err();
+    assert_contained(&e.message);
+
+    // Nothing is left running or parked, and the server serves on.
+    assert_eq!(c.stats().running, 0);
+    let sum = c.call_tool("add", json!({"a": 1, "b": 2})).await.unwrap();
+    assert_eq!(sum.content[0].as_text(), Some("3"));
+}
+
+#[tokio::test]
+async fn a_panic_at_once_over_stdio_still_gets_its_response() {
+    let mut pipe = PipeServer::start(careless(), 1 << 16);
+    pipe.initialize(json!({})).await;
+    let r = pipe
+        .request("tools/call", json!({"name": "boom", "arguments": {}}))
+        .await;
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert_contained(r["result"]["content"][0]["text"].as_str().unwrap());
+}
+
+fn listing(lister: impl mcp::registry::ResourceLister) -> Server {
+    let template = ResourceTemplateDef::new(
+        "row://{id}",
+        "row",
+        |_ctx: Ctx, _r: ResourceRequest| async { "row" },
+    )
+    .unwrap()
+    .list_with(lister);
+    Server::builder("faults", "1")
+        .template(template)
+        .tool(add_tool())
+        .call_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_panicking_resource_lister_is_contained() {
+    let server = listing(|_ctx: Ctx| async {
+        if name_is_never_empty() {
+            panic!("upstream secret: hunter2");
+        }
+        Vec::new()
+    });
+    let mut c = initialized_client(&server, json!({})).await;
+    let e = c.request("resources/list", json!({})).await.unwrap_err();
+    assert_eq!(e.code, -32603);
+    assert_contained(&e.message);
+    assert_eq!(c.request("ping", json!({})).await.unwrap(), json!({}));
+}
+
+#[tokio::test]
+async fn a_resource_lister_that_hangs_times_out() {
+    let server = listing(|_ctx: Ctx| async {
+        std::future::pending::<()>().await;
+        Vec::new()
+    });
+    let mut c = initialized_client(&server, json!({})).await;
+    let t = Instant::now();
+    let e = c.request("resources/list", json!({})).await.unwrap_err();
+    assert!(e.message.contains("callback_timeout"), "{e:?}");
+    assert!(t.elapsed() < Duration::from_secs(2));
+    assert_eq!(c.stats().running, 0);
+}
+
+/// A value whose serialization fails.
+struct Unencodable;
+
+impl serde::Serialize for Unencodable {
+    fn serialize<S: serde::Serializer>(&self, _s: S) -> Result<S::Ok, S::Error> {
+        Err(serde::ser::Error::custom("this value cannot be encoded"))
+    }
+}
+
+/// A value whose serialization panics.
+struct Exploding;
+
+impl serde::Serialize for Exploding {
+    fn serialize<S: serde::Serializer>(&self, _s: S) -> Result<S::Ok, S::Error> {
+        panic!("upstream secret: hunter2")
+    }
+}
+
+#[tokio::test]
+async fn a_tool_returning_garbage_gets_a_result_the_client_can_read() {
+    let weird = "line one\nline two\r\n\u{0}\u{2028}\u{1b}[31m \"quoted\" \\";
+    let server = Server::builder("faults", "1")
+        .tool(ToolDef::new(
+            "unencodable",
+            "Returns what cannot be encoded.",
+            json!({"type": "object"}),
+            |_ctx: Ctx, _a: ToolArgs| async { Json(Unencodable) },
+        ))
+        .tool(ToolDef::new(
+            "exploding",
+            "Panics while its result is encoded.",
+            json!({"type": "object"}),
+            |_ctx: Ctx, _a: ToolArgs| async { Json(Exploding) },
+        ))
+        .tool(ToolDef::new(
+            "nan",
+            "Returns non-finite numbers.",
+            json!({"type": "object"}),
+            |_ctx: Ctx, _a: ToolArgs| async { Json(json!({"x": f64::NAN, "y": f64::INFINITY})) },
+        ))
+        .tool(ToolDef::new(
+            "scalar",
+            "Returns a bare number as structured content.",
+            json!({"type": "object"}),
+            |_ctx: Ctx, _a: ToolArgs| async { Json(42) },
+        ))
+        .tool(ToolDef::new(
+            "weird",
+            "Returns control characters and newlines.",
+            json!({"type": "object"}),
+            move |_ctx: Ctx, _a: ToolArgs| async move { weird },
+        ))
+        .tool(ToolDef::new(
+            "huge",
+            "Returns 2 MB of text.",
+            json!({"type": "object"}),
+            |_ctx: Ctx, _a: ToolArgs| async { "z".repeat(2 << 20) },
+        ))
+        .build()
+        .unwrap();
+    let mut pipe = PipeServer::start(server, 1 << 16);
+    pipe.initialize(json!({})).await;
+
+    let r = pipe
+        .request("tools/call", json!({"name": "unencodable"}))
+        .await;
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("could not be encoded")
+    );
+
+    let r = pipe
+        .request("tools/call", json!({"name": "exploding"}))
+        .await;
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert_contained(r["result"]["content"][0]["text"].as_str().unwrap());
+
+    // JSON has no NaN: the values arrive as null, in a message that parses.
+    let r = pipe.request("tools/call", json!({"name": "nan"})).await;
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"x": null, "y": null}),
+        "{r}"
+    );
+
+    // The handshake era only carries object structured content; the text block remains.
+    let r = pipe.request("tools/call", json!({"name": "scalar"})).await;
+    assert!(r["result"].get("structuredContent").is_none(), "{r}");
+    assert_eq!(r["result"]["content"][0]["text"], "42");
+
+    // Newlines and control characters stay inside one escaped line.
+    let r = pipe.request("tools/call", json!({"name": "weird"})).await;
+    assert_eq!(r["result"]["content"][0]["text"], weird);
+
+    let r = pipe.request("tools/call", json!({"name": "huge"})).await;
+    assert_eq!(
+        r["result"]["content"][0]["text"].as_str().unwrap().len(),
+        2 << 20
+    );
+    let pong = pipe.request("ping", json!({})).await;
+    assert_eq!(pong["result"], json!({}));
 }

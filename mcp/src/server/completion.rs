@@ -71,7 +71,7 @@ impl Server {
             }
         };
         let values = match completer {
-            Some(c) => contained(self.config().call_timeout, c.complete(request))
+            Some(c) => contained(self.config().call_timeout, || c.complete(request))
                 .await
                 .map_err(|f| f.to_error("completion"))?,
             None => Vec::new(),

@@ -385,19 +385,19 @@ pub(crate) enum Outcome<T> {
 
 /// Runs a handler that may suspend for input (when `mrtr` is present), contained like
 /// [`contained`].
-pub(crate) async fn run_handler<T>(
+pub(crate) async fn run_handler<T, F: std::future::Future<Output = T>>(
     mrtr: Option<&Arc<Mrtr>>,
     timeout: std::time::Duration,
-    fut: impl std::future::Future<Output = T>,
+    start: impl FnOnce() -> F,
 ) -> Result<Outcome<T>, Failure> {
     let Some(m) = mrtr else {
-        return contained(timeout, fut).await.map(Outcome::Done);
+        return contained(timeout, start).await.map(Outcome::Done);
     };
     // The handler is polled first, so every ask it makes in one poll (a `join!` of several)
     // is recorded before the suspension is noticed.
     tokio::select! {
         biased;
-        r = contained(timeout, fut) => r.map(Outcome::Done),
+        r = contained(timeout, start) => r.map(Outcome::Done),
         _ = m.suspended() => Ok(match m.missing_capability() {
             Some(c) => Outcome::MissingCapability(c),
             None => Outcome::NeedsInput,
@@ -405,12 +405,15 @@ pub(crate) async fn run_handler<T>(
     }
 }
 
-/// Runs a handler future with a timeout and panic containment, logging a panic's message.
-pub(crate) async fn contained<T>(
+/// Runs a handler with a timeout and panic containment, logging a panic's message.
+/// `start` makes the handler's future; it is called inside the containment, because a
+/// handler can panic before it returns its future as well as while it runs.
+pub(crate) async fn contained<T, F: std::future::Future<Output = T>>(
     timeout: std::time::Duration,
-    fut: impl std::future::Future<Output = T>,
+    start: impl FnOnce() -> F,
 ) -> Result<T, Failure> {
     use futures::FutureExt as _;
+    let fut = async move { start().await };
     match tokio::time::timeout(timeout, std::panic::AssertUnwindSafe(fut).catch_unwind()).await {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(payload)) => {
