@@ -3,6 +3,7 @@
 //! (pipes or a Unix socket pair), and the seed suites' tools and assertions.
 
 pub mod gate;
+pub mod http;
 pub mod pipe;
 pub mod process;
 pub mod schema;
