@@ -141,7 +141,7 @@ def main():
         write("jsonrpc_frame", f"message-{i:02}", line(m))
     write("jsonrpc_frame", "batch", line(body))
 
-    # Answers to the Ask: mode byte 0/1 handshake (1 = batches on), 2 = 2026-07-28.
+    # Answers to the Ask: mode byte 0 = a 2025-11-25 session, 1 = 2025-06-18, 2 = 2026-07-28.
     ok = {"action": "accept", "content": {"approve": True}}
     answers = {
         "approve": ok,
@@ -160,7 +160,8 @@ def main():
     write("elicitation_answer", "h-wrong-id", "\x00" + line({"jsonrpc": "2.0", "id": "mcp-elicit-x", "result": ok}))
     write("elicitation_answer", "h-number-id", "\x00" + line({"jsonrpc": "2.0", "id": 1, "result": ok}))
     write("elicitation_answer", "h-both", "\x00" + line({"jsonrpc": "2.0", "id": "$ID", "result": ok, "error": {"code": 1, "message": "x"}}))
-    write("elicitation_answer", "b-batch", "\x01" + line([{"jsonrpc": "2.0", "id": "$ID", "result": ok}, req(9, "ping")]))
+    write("elicitation_answer", "h-batch", "\x00" + line([{"jsonrpc": "2.0", "id": "$ID", "result": ok}, req(9, "ping")]))
+    write("elicitation_answer", "h-2025-06-18-approve", "\x01" + line({"jsonrpc": "2.0", "id": "$ID", "result": ok}))
     write("elicitation_answer", "h-request", "\x00" + line(req(5, "tools/call", {"name": "spend", "arguments": {}})))
     swapped = modern(2, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}, "requestState": "$STATE",
                                        "inputResponses": {"mcp.approve": ok}})

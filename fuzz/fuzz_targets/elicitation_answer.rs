@@ -1,6 +1,7 @@
-//! Answers to the authorizer's Ask, in every shape a client can send. Input: a mode byte,
-//! then a frame in which `$ID` stands for the id of the parked `elicitation/create`
-//! (handshake era) or `$STATE` for the sealed `requestState` (2026-07-28).
+//! Answers to the authorizer's Ask, in every shape a client can send. Input: a mode byte
+//! (0: a 2025-11-25 session, 1: 2025-06-18, the first revision with elicitation, 2:
+//! 2026-07-28), then a frame in which `$ID` stands for the id of the parked
+//! `elicitation/create` (handshake era) or `$STATE` for the sealed `requestState`.
 //!
 //! The guarded tool may run only when the frame really is an approval of this very call
 //! (`action: "accept"` with a literal `approve: true`, for the right id or state), at most
@@ -26,21 +27,19 @@ fn settle() -> tokio::time::Sleep {
     tokio::time::sleep(Duration::from_millis(50))
 }
 
-/// The messages of a frame: the object itself, or a batch's elements when batches are on.
-fn messages(frame: &str, batches: bool) -> Vec<Value> {
-    match serde_json::from_str::<Value>(frame) {
-        Ok(Value::Array(items)) if batches => items,
-        Ok(v @ Value::Object(_)) => vec![v],
-        _ => Vec::new(),
-    }
+/// The message of a frame, if it is a JSON object (batches exist only on 2025-03-26, whose
+/// sessions are never asked anything).
+fn message(frame: &str) -> Option<Value> {
+    serde_json::from_str::<Value>(frame)
+        .ok()
+        .filter(Value::is_object)
 }
 
-fn handshake(text: &str, batches: bool) {
+fn handshake(text: &str, version: &str) {
     let server = server().clone();
     runtime().block_on(async {
         let (out, mut rx) = Outbound::channel(64);
         let conn = server.connect(ConnId::new("answer"), Transport::Stdio, out);
-        let version = if batches { "2025-03-26" } else { "2025-11-25" };
         let init = Message::request(
             0,
             "initialize",
@@ -71,7 +70,7 @@ fn handshake(text: &str, batches: bool) {
             reply = &mut call => Some(reply),
             () = settle() => None,
         };
-        let approving = messages(&frame, batches).iter().any(|m| {
+        let approving = message(&frame).iter().any(|m| {
             m.get("id") == Some(&Value::String(id.clone()))
                 && m.get("method").is_none()
                 && m.get("error").is_none()
@@ -151,7 +150,7 @@ fn modern(text: &str) {
             assert!(ran <= 1, "round {round}: the tool ran {ran} times (replay)");
         }
         if SPENT.load(Ordering::SeqCst) == 1 {
-            let m = messages(&frame, false).pop().expect("an object frame");
+            let m = message(&frame).expect("an object frame");
             let p = &m["params"];
             assert_eq!(m["method"], "tools/call", "{frame}");
             assert_eq!(p["name"], "spend", "{frame}");
@@ -174,8 +173,8 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     match mode % 3 {
-        0 => handshake(text, false),
-        1 => handshake(text, true),
+        0 => handshake(text, "2025-11-25"),
+        1 => handshake(text, "2025-06-18"),
         _ => modern(text),
     }
 });
