@@ -553,3 +553,51 @@ async fn a_tool_returning_garbage_gets_a_result_the_client_can_read() {
     let pong = pipe.request("ping", json!({})).await;
     assert_eq!(pong["result"], json!({}));
 }
+
+// ---- a client that disconnects mid-call ----
+
+#[tokio::test]
+async fn a_client_that_disconnects_mid_call_leaves_nothing_behind() {
+    let gate = Gate::new();
+    let runs = Runs::new();
+    let server = Server::builder("faults", "1")
+        .tool(gate.tool("wait"))
+        .tool(counting_tool("spend", &runs))
+        .authorizer(policy(|req| {
+            if req.name() == "spend" {
+                Decision::ask("Spend?")
+            } else {
+                Decision::Allow
+            }
+        }))
+        .build()
+        .unwrap();
+    let mut c = initialized_client(&server, json!({"elicitation": {}})).await;
+    let id = c.conn_id().clone();
+    c.send(call_frame(1, "wait", json!({})));
+    c.send(call_frame(2, "spend", json!({})));
+    gate.wait_started(1).await;
+    let ask = c.next_message().await.expect("the question");
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    let held = server.connection_stats(&id).expect("the connection exists");
+    assert_eq!((held.running, held.cancellable, held.pending), (2, 2, 1));
+
+    drop(c);
+
+    // The running call is cancelled (its future dropped), the parked question closed
+    // without running the tool, and the connection's state released.
+    gate.wait_dropped(1).await;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while server.connection_count() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(server.connection_count(), 0);
+    assert_eq!(server.connection_stats(&id), None);
+    assert_eq!(gate.finished(), 0);
+    assert_eq!(runs.get(), 0);
+    // Nothing else still holds the server's slots: a new client gets all of them.
+    let mut d = initialized_client(&server, json!({})).await;
+    gate.release(1);
+    let r = d.call_tool("wait", json!({})).await.unwrap();
+    assert_eq!(r.content[0].as_text(), Some("released"));
+}

@@ -347,6 +347,13 @@ impl Connection {
         }
     }
 
+    /// Detaches the transport now, as dropping the last handle does: running requests are
+    /// cancelled (no response is sent), parked questions close, and the server forgets the
+    /// connection. For a transport whose client is gone while tasks still hold a handle.
+    pub fn close(&self) {
+        self.server.inner.conns.detach(&self.state.id, self.token);
+    }
+
     /// Closes every question this connection has parked and refuses new ones: the client
     /// can no longer answer (its input closed). Running requests continue.
     pub fn close_pending(&self) {

@@ -48,6 +48,14 @@ pub struct TestClient {
     modern: Option<Value>,
 }
 
+impl Drop for TestClient {
+    /// Dropping the client is a disconnect: its running requests are cancelled and its
+    /// parked questions closed, as when a real client goes away.
+    fn drop(&mut self) {
+        self.conn.close();
+    }
+}
+
 impl TestClient {
     /// Attaches a new client with a fresh connection id.
     pub fn connect(server: &Server) -> Self {
