@@ -54,7 +54,8 @@ impl Runs {
         self.0.load(Ordering::SeqCst)
     }
 
-    fn bump(&self) {
+    /// Counts one run.
+    pub fn bump(&self) {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
 }
