@@ -234,9 +234,7 @@ mod http {
     use mcp::auth::Principal;
     use mcp::auth::bearer::{TokenError, verifier_fn};
     use mcp::transport::http::BearerAuth;
-    use mcp_tests::http::{
-        HttpTestServer, McpHttp, fixture, plain_client, test_config, with_header,
-    };
+    use mcp_tests::http::{HttpTestServer, fixture, plain_client, test_config, with_header};
     use reqwest::StatusCode;
 
     const RESOURCE: &str = "https://mcp.example.test/mcp";
