@@ -199,3 +199,60 @@ async fn streamable_http_detaches_a_get_stream_nobody_reads_and_keeps_a_bounded_
         "{replayed} events replayed from a store of 32"
     );
 }
+
+#[tokio::test]
+async fn sse_streams_per_session_are_capped_with_429() {
+    let config = test_config().max_streams_per_session(2);
+    let srv = HttpTestServer::start(mcp_tests::http::fixture().server, config).await;
+    let mut c = srv.client();
+    c.initialize("2025-11-25", json!({})).await;
+    // Two POSTs answered as streams (progress before the response) hold both slots while
+    // their tool sleeps; a POST stream is never refused, but it counts.
+    let slow = |id: i64| {
+        c.post(
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "wait", "arguments": {"ms": 1500}, "_meta": {"progressToken": id}}})
+            .to_string(),
+        )
+        .send()
+    };
+    let (a, b) = tokio::join!(slow(1), slow(2));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    for r in [&a, &b] {
+        assert_eq!(r.status(), StatusCode::OK);
+        assert!(
+            r.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/event-stream")
+        );
+    }
+    let refused = c.get().send().await.unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(refused.headers().contains_key("retry-after"));
+    let body: Value = refused.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("maximum of 2 open SSE streams"),
+        "{body}"
+    );
+    // Other requests still work; once the streams end, a GET is accepted.
+    assert_eq!(c.request(3, "ping", json!({})).await["result"], json!({}));
+    let (ra, rb) = (
+        SseReader::new(a).rest().await,
+        SseReader::new(b).rest().await,
+    );
+    assert!(ra.last().unwrap().data.contains("waited 1500 ms"));
+    assert!(rb.last().unwrap().data.contains("waited 1500 ms"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let r = c.get().send().await.unwrap();
+        if r.status() == StatusCode::OK {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the slots were never freed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
