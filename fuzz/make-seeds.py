@@ -183,6 +183,8 @@ def main():
     write("request_state", "swap-principal", b"\x02\x02mallory")
 
     # URI templates: template, newline, URI.
+    http_seeds()
+
     for i, (t, u) in enumerate([
         ("greeting://{name}", "greeting://J%C3%BCrgen"),
         ("file:///{+path}", "file:///a/b/c.txt"),
@@ -195,6 +197,47 @@ def main():
         ("x://{?q}", "x://"),
     ]):
         write("uri_template", f"t{i}", f"{t}\n{u}")
+
+
+def http_seeds():
+    """Raw requests for the http_request target: `METHOD PATH`, headers, a blank line, the
+    body; `$SESSION` stands for a live session's id."""
+    base = ["Host: 127.0.0.1:8080", "Content-Type: application/json",
+            "Accept: application/json, text/event-stream"]
+    sess = base + ["Mcp-Session-Id: $SESSION", "MCP-Protocol-Version: 2025-11-25"]
+    def req_text(method, path, headers, body=""):
+        return f"{method} {path}\n" + "\n".join(headers) + "\n\n" + body
+    init_body = line(init(caps={"elicitation": {}}))
+    seeds = {
+        "initialize": req_text("POST", "/mcp", base, init_body),
+        "ping": req_text("POST", "/mcp", sess, line(req(1, "ping"))),
+        "call": req_text("POST", "/mcp", sess, line(req(2, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}))),
+        "call-progress": req_text("POST", "/mcp", sess, line(req(3, "tools/call", {"name": "asker", "arguments": {}, "_meta": {"progressToken": 1}}))),
+        "notification": req_text("POST", "/mcp", sess, line(note("notifications/initialized"))),
+        "answer": req_text("POST", "/mcp", sess, line({"jsonrpc": "2.0", "id": "mcp-elicit-x", "result": {"action": "decline"}})),
+        "batch": req_text("POST", "/mcp", sess, line([req(4, "ping"), req(5, "tools/list", {})])),
+        "get": req_text("GET", "/mcp", sess),
+        "resume": req_text("GET", "/mcp", sess + ["Last-Event-ID: 0-0"]),
+        "resume-junk": req_text("GET", "/mcp", sess + ["Last-Event-ID: 99999999999999999999-1"]),
+        "delete": req_text("DELETE", "/mcp", sess),
+        "sessionless": req_text("POST", "/mcp", base, line(req(6, "tools/list", {}))),
+        "unknown-session": req_text("POST", "/mcp", base + ["Mcp-Session-Id: chosen-by-client"], init_body),
+        "bad-version": req_text("POST", "/mcp", sess[:-1] + ["MCP-Protocol-Version: 2026-07-28"], line(req(7, "ping"))),
+        "foreign-host": req_text("POST", "/mcp", ["Host: evil.example.com"] + base[1:], init_body),
+        "foreign-origin": req_text("POST", "/mcp", base + ["Origin: http://evil.example.com"], init_body),
+        "local-origin": req_text("POST", "/mcp", base + ["Origin: http://localhost:3000"], init_body),
+        "ipv6-host": req_text("POST", "/mcp", ["Host: [::1]:8080"] + base[1:], init_body),
+        "no-host": req_text("POST", "/mcp", base[1:], init_body),
+        "text-plain": req_text("POST", "/mcp", [base[0], "Content-Type: text/plain", base[2]], init_body),
+        "accept-json-only": req_text("POST", "/mcp", base[:2] + ["Accept: application/json;q=1, text/event-stream;q=0"], init_body),
+        "content-length": req_text("POST", "/mcp", base + ["Content-Length: 99999999999"], init_body),
+        "bearer": req_text("POST", "/mcp", base + ["Authorization: Bearer abc.def.ghi"], init_body),
+        "legacy-open": req_text("GET", "/sse", [base[0], "Accept: text/event-stream"]),
+        "legacy-post": req_text("POST", "/messages?sessionId=$SESSION", base, line(req(8, "ping"))),
+        "health": req_text("GET", "/health", [base[0]]),
+    }
+    for name, text in seeds.items():
+        write("http_request", name, text)
 
 
 if __name__ == "__main__":
