@@ -1,7 +1,10 @@
 //! A server binary for the fault, shutdown and soak tests: a tool that sleeps, tools that
 //! fail in every way a careless tool can, and a sensitive tool behind an Ask.
 //!
-//! `FIXTURE_GRACE_MS` sets the shutdown grace period (default 5000).
+//! `FIXTURE_GRACE_MS` sets the shutdown grace period (default 5000). With `FIXTURE_HTTP` set
+//! to an address (port 0 for any), it serves Streamable HTTP there instead of stdio and
+//! prints the bound address as its first line on stdout; `FIXTURE_IDLE_MS` then sets the
+//! session idle timeout (default 30 minutes).
 
 use std::time::Duration;
 
@@ -74,7 +77,39 @@ fn server() -> Server {
         .expect("the fixture server builds")
 }
 
+/// Serves Streamable HTTP on `addr`, printing the bound address first.
+fn serve_http(addr: &str) -> std::process::ExitCode {
+    use mcp::transport::http::{self, HttpConfig};
+    let idle = std::env::var("FIXTURE_IDLE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(Duration::from_secs(1800), Duration::from_millis);
+    let config = HttpConfig::new()
+        .deployment(mcp::auth::deployment::Deployment::new(Some("test"), None))
+        .session_idle_timeout(idle)
+        .max_sessions(2000);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let addr = addr.parse().expect("FIXTURE_HTTP is an address");
+        let bound = http::bind(server(), config, addr).await.expect("bind");
+        println!("{}", bound.local_addr().expect("an address"));
+        match bound.run().await {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::ExitCode::FAILURE
+            }
+        }
+    })
+}
+
 fn main() -> std::process::ExitCode {
+    if let Ok(addr) = std::env::var("FIXTURE_HTTP") {
+        return serve_http(&addr);
+    }
     mcp::cli::main(
         App {
             name: "fixture",
