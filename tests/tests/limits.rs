@@ -285,3 +285,47 @@ async fn a_handler_asking_past_the_cap_gets_too_many_pending() {
         Some("error: too many requests to this client are already waiting for an answer")
     );
 }
+
+// ---- completion values ----
+
+fn completing(max: Option<usize>) -> Result<Server, mcp::server::BuildError> {
+    let many: Vec<String> = (0..500).map(|i| format!("v{i:03}")).collect();
+    let prompt = mcp::registry::PromptDef::new(
+        "p",
+        "A prompt.",
+        |_ctx: mcp::Ctx, _a: mcp::registry::PromptArgs| async { "x" },
+    )
+    .argument("a", "An argument.", false)
+    .complete("a", mcp::registry::complete_from(many));
+    let mut b = Server::builder("limits", "1").prompt(prompt);
+    if let Some(max) = max {
+        b = b.max_completion_values(max);
+    }
+    b.build()
+}
+
+async fn complete(server: &Server) -> serde_json::Value {
+    let mut c = initialized_client(server, json!({})).await;
+    c.request(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": "v"}}),
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn completion_values_are_capped_with_the_total_and_has_more() {
+    let r = complete(&completing(None).unwrap()).await;
+    assert_eq!(r["completion"]["values"].as_array().unwrap().len(), 100);
+    assert_eq!(r["completion"]["total"], 500);
+    assert_eq!(r["completion"]["hasMore"], true);
+    let r = complete(&completing(Some(10)).unwrap()).await;
+    assert_eq!(r["completion"]["values"].as_array().unwrap().len(), 10);
+    assert_eq!(r["completion"]["hasMore"], true);
+    let err = completing(Some(101)).unwrap_err().to_string();
+    assert!(
+        err.contains("max_completion_values") && err.contains("100"),
+        "{err}"
+    );
+}

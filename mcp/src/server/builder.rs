@@ -58,6 +58,9 @@ pub struct ServerConfig {
     pub request_state_ttl: Duration,
     /// `resources/subscribe` URIs one connection may hold (default 1024).
     pub max_subscriptions: usize,
+    /// Values one `completion/complete` returns (default and maximum 100, the protocol's
+    /// limit); `total` and `hasMore` tell the client about the rest.
+    pub max_completion_values: usize,
     /// Open `subscriptions/listen` streams, across all clients (default 1024).
     pub max_listeners: usize,
     /// Used `requestState` nonces remembered until they expire (default 100 000).
@@ -85,6 +88,7 @@ impl Default for ServerConfig {
             read_ttl: Duration::ZERO,
             request_state_ttl: Duration::from_secs(600),
             max_subscriptions: 1024,
+            max_completion_values: 100,
             max_listeners: 1024,
             max_used_nonces: 100_000,
             shutdown_grace: Duration::from_secs(5),
@@ -353,6 +357,12 @@ impl ServerBuilder {
         self
     }
 
+    /// How many values one completion returns (at most 100, the protocol's limit).
+    pub fn max_completion_values(mut self, n: usize) -> Self {
+        self.config.max_completion_values = n;
+        self
+    }
+
     /// How long a sealed `requestState` stays valid.
     pub fn request_state_ttl(mut self, d: Duration) -> Self {
         self.config.request_state_ttl = d;
@@ -416,6 +426,7 @@ impl ServerBuilder {
             ("outbound_capacity", self.config.outbound_capacity),
             ("max_message_size", self.config.max_message_size),
             ("max_listeners", self.config.max_listeners),
+            ("max_completion_values", self.config.max_completion_values),
             ("max_subscriptions", self.config.max_subscriptions),
             ("max_used_nonces", self.config.max_used_nonces),
         ] {
@@ -425,6 +436,15 @@ impl ServerBuilder {
                     reason: "must be at least 1".into(),
                 });
             }
+        }
+        if self.config.max_completion_values > super::completion::MAX_VALUES {
+            return Err(BuildError::InvalidConfig {
+                option: "max_completion_values",
+                reason: format!(
+                    "the protocol allows at most {} values per completion",
+                    super::completion::MAX_VALUES
+                ),
+            });
         }
         if self.authorizer.is_none() {
             let unguarded: Vec<String> = self
