@@ -117,7 +117,10 @@ fn modern_meta() -> Value {
 }
 
 /// The n-th request of a run and how to check its answer.
-fn nth_request(n: u64, modern: bool) -> (Value, Box<dyn Fn(&Value) -> bool + Send>) {
+/// Checks one answer.
+type Check = Box<dyn Fn(&Value) -> bool + Send>;
+
+fn nth_request(n: u64, modern: bool) -> (Value, Check) {
     let mut params = match n % 4 {
         0 => json!({"name": "echo", "arguments": {"text": format!("m{n}")}}),
         1 => json!({}),
@@ -134,7 +137,7 @@ fn nth_request(n: u64, modern: bool) -> (Value, Box<dyn Fn(&Value) -> bool + Sen
         params["_meta"] = modern_meta();
     }
     let message = json!({"jsonrpc": "2.0", "id": n, "method": method, "params": params});
-    let check: Box<dyn Fn(&Value) -> bool + Send> = match n % 4 {
+    let check: Check = match n % 4 {
         0 => {
             let expected = format!("m{n}");
             Box::new(move |r: &Value| r["result"]["content"][0]["text"] == expected.as_str())
@@ -174,7 +177,6 @@ async fn stdio_run(duration: Duration, modern: bool, window: usize, sample: Dura
             .unwrap();
     }
 
-    type Check = Box<dyn Fn(&Value) -> bool + Send>;
     let pending: Arc<Mutex<HashMap<u64, Check>>> = Arc::new(Mutex::new(HashMap::new()));
     let window_slots = Arc::new(Semaphore::new(window));
     let report = Arc::new(Mutex::new(Report::default()));
