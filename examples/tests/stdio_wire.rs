@@ -34,12 +34,12 @@ async fn full_session(wiring: Wiring, version: &str) {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    // delete_note asks first, and elicitation exists only from 2025-06-18 on: older sessions
-    // cannot be asked, so the tool is not listed for them.
-    if version < "2025-06-18" {
-        assert_eq!(names, ["add_note", "count"]);
-    } else {
+    // The guarded delete_note is listed only to a client that can be asked, and
+    // elicitation exists from 2025-06-18 on.
+    if version >= "2025-06-18" {
         assert_eq!(names, ["add_note", "count", "delete_note"]);
+    } else {
+        assert_eq!(names, ["add_note", "count"]);
     }
 
     let saved = s
