@@ -60,6 +60,8 @@ pub mod auth;
 pub mod cli;
 pub mod context;
 pub mod elicit;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod macros_support;
 pub mod protocol;
 pub mod registry;

@@ -2,10 +2,14 @@
 //! for every message a server emits, a harness that drives a server binary over stdio
 //! (pipes or a Unix socket pair), and the seed suites' tools and assertions.
 
+pub mod gate;
 pub mod http;
+pub mod pipe;
 pub mod process;
 pub mod schema;
 
+pub use gate::Gate;
+pub use pipe::PipeServer;
 pub use process::{StdioServer, Wiring};
 pub use schema::{SchemaValidator, validate_server_message};
 
@@ -50,7 +54,8 @@ impl Runs {
         self.0.load(Ordering::SeqCst)
     }
 
-    fn bump(&self) {
+    /// Counts one run.
+    pub fn bump(&self) {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
 }

@@ -48,8 +48,21 @@ pub fn binary(name: &str) -> std::path::PathBuf {
 impl StdioServer {
     /// Spawns `program` with `args`, wired as asked.
     pub fn spawn(program: &std::path::Path, args: &[&str], wiring: Wiring) -> StdioServer {
+        Self::spawn_with_env(program, args, &[], wiring)
+    }
+
+    /// Spawns `program` with `args` and extra environment variables, wired as asked.
+    pub fn spawn_with_env(
+        program: &std::path::Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        wiring: Wiring,
+    ) -> StdioServer {
         let mut cmd = Command::new(program);
-        cmd.args(args).stderr(Stdio::inherit()).kill_on_drop(true);
+        cmd.args(args)
+            .envs(env.iter().copied())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
         let (writer, reader): (
             Box<dyn AsyncWrite + Send + Unpin>,
             Box<dyn AsyncRead + Send + Unpin>,
@@ -185,6 +198,11 @@ impl StdioServer {
         self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             .await;
         reply
+    }
+
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
     }
 
     /// Waits for the process to exit, up to `timeout`.

@@ -65,6 +65,9 @@ pub(crate) async fn ask_approval(
     match answer {
         Ok(raw) => judge(&serde_json::from_str(raw.get()).unwrap_or(Value::Null)),
         Err(ClientRequestError::Timeout) => Approval::NotApproved("elicitation timed out".into()),
+        Err(ClientRequestError::TooManyPending) => Approval::NotApproved(
+            "elicitation refused: too many questions are already waiting on this connection".into(),
+        ),
         Err(_) => Approval::NotApproved("elicitation failed".into()),
     }
 }

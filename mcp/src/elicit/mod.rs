@@ -23,7 +23,7 @@ pub(crate) use approval::{APPROVAL_KEY, Approval, approval_request, ask_approval
 
 use crate::protocol::jsonrpc::encode_request;
 use crate::protocol::{ErrorObject, RequestId, Response};
-use crate::server::{ConnState, Outbound};
+use crate::server::{ConnState, Outbound, ParkRefused};
 
 /// Why a request to the client produced no answer.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,6 +38,9 @@ pub enum ClientRequestError {
     Rejected(ErrorObject),
     /// The client's answer did not have the expected shape.
     Malformed(String),
+    /// As many requests to this client as the server allows are already waiting for an
+    /// answer (`ServerConfig::max_pending_per_connection`).
+    TooManyPending,
 }
 
 impl fmt::Display for ClientRequestError {
@@ -50,6 +53,9 @@ impl fmt::Display for ClientRequestError {
             ClientRequestError::Timeout => f.write_str("the client did not answer in time"),
             ClientRequestError::Rejected(e) => write!(f, "the client refused: {}", e.message),
             ClientRequestError::Malformed(m) => write!(f, "the client's answer was malformed: {m}"),
+            ClientRequestError::TooManyPending => {
+                f.write_str("too many requests to this client are already waiting for an answer")
+            }
         }
     }
 }
@@ -67,8 +73,13 @@ pub(crate) async fn request_client<P: Serialize>(
 ) -> Result<Box<RawValue>, ClientRequestError> {
     let id = format!("mcp-{kind}-{}", crate::util::random_token(12));
     let (tx, rx) = oneshot::channel();
-    if !conn.pending.lock().park(id.clone(), tx) {
-        return Err(ClientRequestError::Disconnected);
+    match conn.pending.lock().park(id.clone(), tx) {
+        Ok(()) => {}
+        Err(ParkRefused::Closed) => return Err(ClientRequestError::Disconnected),
+        Err(ParkRefused::Full) => {
+            tracing::warn!(target: "mcp::elicit", conn_id = %conn.id, method, "refusing a request to the client: too many are waiting for an answer");
+            return Err(ClientRequestError::TooManyPending);
+        }
     }
     // However the wait ends (answer, timeout, or this future being dropped because the
     // request that asked was cancelled or ran out of time), the entry goes with it.

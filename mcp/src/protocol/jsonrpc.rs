@@ -322,6 +322,14 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::
 /// Decodes one frame (a line on stdio, a body on HTTP).
 pub fn decode(bytes: &[u8]) -> Incoming {
     let trimmed = bytes.trim_ascii();
+    // JSON is UTF-8. serde_json checks the strings it reads, but skips unknown members
+    // without looking inside them, so check the whole frame once.
+    if let Err(e) = std::str::from_utf8(trimmed) {
+        return Incoming::Single(Err(DecodeError::Parse(format!(
+            "the message is not UTF-8 (invalid byte at offset {})",
+            e.valid_up_to()
+        ))));
+    }
     if trimmed.first() == Some(&b'[') {
         let items: Vec<Box<RawValue>> = match serde_json::from_slice(trimmed) {
             Ok(items) => items,
@@ -506,6 +514,19 @@ mod tests {
         match decode(line.as_bytes()) {
             Incoming::Single(m) => m,
             Incoming::Batch(_) => panic!("unexpected batch"),
+        }
+    }
+
+    #[test]
+    fn a_frame_that_is_not_utf8_is_a_parse_error_even_inside_an_unknown_member() {
+        let mut frame = br#"{"jsonrpc":"2.0","id":1,"method":"ping","x":"?"}"#.to_vec();
+        let at = frame.iter().position(|b| *b == b'?').unwrap();
+        frame[at] = 0xDD;
+        match decode(&frame) {
+            Incoming::Single(Err(DecodeError::Parse(reason))) => {
+                assert!(reason.contains("not UTF-8"), "{reason}")
+            }
+            other => panic!("{other:?}"),
         }
     }
 

@@ -178,72 +178,145 @@ impl fmt::Display for UriTemplate {
     }
 }
 
-/// Backtracking matcher. Templates are short and variables are never adjacent, so each
-/// variable's extent is decided by where the next literal occurs: the work is bounded by
-/// (number of variables) x (URI length) occurrences of literals.
+/// Matches `uri` against `parts` in time linear in the URI's length (times the number of
+/// parts), whatever the input: first, from the end, the positions from which each suffix
+/// of the template can match; then, from the start, each variable takes the shortest
+/// extent after which the rest still matches. (A backtracking matcher is exponential in
+/// the number of `{+var}`s on a URI made of their separators.)
 fn match_parts<'t, 'u>(parts: &'t [Part], uri: &'u str, out: &mut Vec<(&'t str, &'u str)>) -> bool {
-    let Some((first, rest)) = parts.split_first() else {
-        return uri.is_empty();
-    };
-    match first {
-        Part::Literal(lit) => match uri.strip_prefix(lit.as_str()) {
-            Some(after) => match_parts(rest, after, out),
-            None => false,
-        },
-        Part::Var { name, reserved } => {
-            let allowed_len = if *reserved {
-                uri.len()
+    let bytes = uri.as_bytes();
+    let n = bytes.len();
+    // stop[p]: the first index at or after p of a character a simple variable cannot hold.
+    let stop = if parts.iter().any(|p| {
+        matches!(
+            p,
+            Part::Var {
+                reserved: false,
+                ..
+            }
+        )
+    }) {
+        let mut stop = vec![n; n + 1];
+        for p in (0..n).rev() {
+            stop[p] = if matches!(bytes[p], b'/' | b'?' | b'#') {
+                p
             } else {
-                uri.find(['/', '?', '#']).unwrap_or(uri.len())
+                stop[p + 1]
             };
-            match rest.first() {
-                None => {
-                    if allowed_len == uri.len() && !uri.is_empty() {
-                        out.push((name, uri));
-                        true
-                    } else {
-                        false
+        }
+        stop
+    } else {
+        Vec::new()
+    };
+    let limit = |reserved: bool, p: usize| if reserved { n } else { stop[p] };
+    let cut = cuts(bytes);
+
+    // reach[i]: the positions p from which parts[i..] can match uri[p..].
+    let mut reach: Vec<Positions> = (0..=parts.len()).map(|_| Positions::new(n + 1)).collect();
+    reach[parts.len()].set(n);
+    for i in (0..parts.len()).rev() {
+        let (head, tail) = reach.split_at_mut(i + 1);
+        let (here, next) = (&mut head[i], &tail[0]);
+        match &parts[i] {
+            Part::Literal(lit) => {
+                let finder = memchr::memmem::Finder::new(lit.as_bytes());
+                let mut from = 0;
+                while let Some(at) = finder.find(&bytes[from..]).map(|j| from + j) {
+                    if next.get(at + lit.len()) {
+                        here.set(at);
+                    }
+                    from = at + 1;
+                }
+            }
+            Part::Var { reserved, .. } => {
+                // Walking down, `nearest` is the smallest reachable end after p.
+                let mut nearest: Option<usize> = None;
+                for p in (0..n).rev() {
+                    if next.get(p + 1) && cut.get(p + 1) {
+                        nearest = Some(p + 1);
+                    }
+                    if cut.get(p) && nearest.is_some_and(|e| e <= limit(*reserved, p)) {
+                        here.set(p);
                     }
                 }
-                Some(Part::Literal(next)) => {
-                    // Try every occurrence of the next literal within reach, shortest first.
-                    let mut from = next_boundary(uri, 1);
-                    while from <= allowed_len {
-                        let Some(pos) = uri.get(from..).and_then(|s| s.find(next.as_str())) else {
-                            return false;
-                        };
-                        let end = from + pos;
-                        if end > allowed_len {
-                            return false;
-                        }
-                        out.push((name, &uri[..end]));
-                        if match_parts(rest, &uri[end..], out) {
-                            return true;
-                        }
-                        out.pop();
-                        from = next_boundary(uri, end + 1);
-                    }
-                    false
-                }
-                Some(Part::Var { .. }) => false,
             }
         }
     }
+    if !reach[0].get(0) {
+        return false;
+    }
+    let mut p = 0;
+    for (i, part) in parts.iter().enumerate() {
+        match part {
+            Part::Literal(lit) => p += lit.len(),
+            Part::Var { name, reserved } => {
+                let max = limit(*reserved, p);
+                let Some(e) = (p + 1..=max).find(|e| reach[i + 1].get(*e) && cut.get(*e)) else {
+                    return false;
+                };
+                out.push((name, &uri[p..e]));
+                p = e;
+            }
+        }
+    }
+    p == n
 }
 
-fn next_boundary(s: &str, mut i: usize) -> usize {
-    while i < s.len() && !s.is_char_boundary(i) {
-        i += 1;
+/// The positions where a variable's value may start or end: not inside a percent-encoded
+/// triplet, and not before a continuation byte of a UTF-8 character (written raw or
+/// percent-encoded), so that every value decodes on its own.
+fn cuts(bytes: &[u8]) -> Positions {
+    let n = bytes.len();
+    let mut cut = Positions::new(n + 1);
+    cut.set(n);
+    let mut i = 0;
+    while i < n {
+        let triplet = bytes[i] == b'%'
+            && bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+            && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit);
+        let (byte, width) = if triplet {
+            let hex = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
+            (hex(bytes[i + 1]) * 16 + hex(bytes[i + 2]), 3)
+        } else {
+            (bytes[i], 1)
+        };
+        if !(0x80..0xC0).contains(&byte) {
+            cut.set(i);
+        }
+        i += width;
     }
-    i
+    cut
+}
+
+/// A set of positions in a URI, one bit each.
+struct Positions(Vec<u64>);
+
+impl Positions {
+    fn new(len: usize) -> Self {
+        Positions(vec![0; len.div_ceil(64)])
+    }
+
+    fn set(&mut self, i: usize) {
+        self.0[i / 64] |= 1 << (i % 64);
+    }
+
+    fn get(&self, i: usize) -> bool {
+        self.0.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
 }
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
 fn encode_into(out: &mut String, value: &str, reserved: bool) {
-    for b in value.bytes() {
+    let bytes = value.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
         let unreserved = b.is_ascii_alphanumeric() || b"-._~".contains(&b);
-        let keep = unreserved || (reserved && b":/?#[]@!$&'()*+,;=%".contains(&b));
+        // Reserved expansion keeps reserved characters and percent-encoded triplets; a
+        // '%' that starts no triplet is data and is encoded like any other.
+        let triplet = b == b'%'
+            && bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+            && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit);
+        let keep = unreserved || (reserved && (b":/?#[]@!$&'()*+,;=".contains(&b) || triplet));
         if keep {
             out.push(b as char);
         } else {
@@ -357,5 +430,43 @@ mod tests {
         let t = UriTemplate::parse("x://{a}é{+b}").unwrap();
         assert_eq!(t.matches("x://ééé"), Some(vars(&[("a", "é"), ("b", "é")])));
         assert_eq!(t.matches("x://é"), None);
+    }
+
+    #[test]
+    fn reserved_expansion_encodes_a_lone_percent() {
+        let t = UriTemplate::parse("x://{+p}").unwrap();
+        let vars = t.matches("x://%25zz%2541").unwrap();
+        assert_eq!(vars["p"], "%zz%41");
+        let expanded = t.expand(&vars);
+        assert_eq!(expanded, "x://%25zz%41");
+        // A percent-encoded triplet is kept as it is, a lone '%' is encoded.
+        assert!(t.matches(&expanded).is_some());
+    }
+
+    #[test]
+    fn a_value_never_ends_inside_a_percent_encoded_character() {
+        // The literal "2" also occurs inside "%02", and "B" inside "%C3%BC"'s second byte.
+        let t = UriTemplate::parse("a://{x}2{y}").unwrap();
+        let values = vars(&[("x", "\u{2}\0"), ("y", "2z")]);
+        assert_eq!(t.expand(&values), "a://%02%0022z");
+        assert_eq!(t.matches("a://%02%0022z"), Some(values));
+        let t = UriTemplate::parse("a://{x}B{y}").unwrap();
+        assert_eq!(
+            t.matches("a://%C3%BCBz"),
+            Some(vars(&[("x", "ü"), ("y", "z")]))
+        );
+    }
+
+    #[test]
+    fn matching_stays_fast_on_adversarial_input() {
+        let t = UriTemplate::parse("x://{+a}/{+b}/{+c}/{+d}!").unwrap();
+        let uri = format!("x://{}", "/".repeat(20_000));
+        let start = std::time::Instant::now();
+        assert_eq!(t.matches(&uri), None);
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
     }
 }

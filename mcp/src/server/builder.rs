@@ -29,6 +29,14 @@ pub struct ServerConfig {
     /// Handlers running at once, across all connections (default 256). Beyond it a tool call
     /// gets an `isError` result `server_busy`.
     pub max_in_flight: usize,
+    /// Requests running handlers at once on one connection (default 64), so one client
+    /// cannot take every `max_in_flight` slot. Beyond it a tool call gets an `isError`
+    /// result `connection_busy`, and other requests a -32603 error saying the same.
+    pub max_requests_per_connection: usize,
+    /// Requests to the client (elicitation, sampling, roots) waiting for an answer on one
+    /// connection (default 16). Beyond it a new ask is refused at once: an approval is
+    /// denied, and `Ctx::elicit` and friends fail with `ClientRequestError::TooManyPending`.
+    pub max_pending_per_connection: usize,
     /// Connections whose state is kept (default 10 000); beyond it the oldest without a live
     /// transport is evicted first.
     pub max_connections: usize,
@@ -50,10 +58,16 @@ pub struct ServerConfig {
     pub request_state_ttl: Duration,
     /// `resources/subscribe` URIs one connection may hold (default 1024).
     pub max_subscriptions: usize,
+    /// Values one `completion/complete` returns (default and maximum 100, the protocol's
+    /// limit); `total` and `hasMore` tell the client about the rest.
+    pub max_completion_values: usize,
     /// Open `subscriptions/listen` streams, across all clients (default 1024).
     pub max_listeners: usize,
     /// Used `requestState` nonces remembered until they expire (default 100 000).
     pub max_used_nonces: usize,
+    /// How long running requests may finish when the server is asked to stop (SIGTERM on
+    /// stdio) before the transport returns anyway (default 5 s).
+    pub shutdown_grace: Duration,
 }
 
 impl Default for ServerConfig {
@@ -64,6 +78,8 @@ impl Default for ServerConfig {
             call_timeout: Duration::from_secs(120),
             authorizer_timeout: Duration::from_secs(10),
             max_in_flight: 256,
+            max_requests_per_connection: 64,
+            max_pending_per_connection: 16,
             max_connections: 10_000,
             outbound_capacity: 1024,
             max_message_size: 4 * 1024 * 1024,
@@ -72,8 +88,10 @@ impl Default for ServerConfig {
             read_ttl: Duration::ZERO,
             request_state_ttl: Duration::from_secs(600),
             max_subscriptions: 1024,
+            max_completion_values: 100,
             max_listeners: 1024,
             max_used_nonces: 100_000,
+            shutdown_grace: Duration::from_secs(5),
         }
     }
 }
@@ -306,6 +324,18 @@ impl ServerBuilder {
         self
     }
 
+    /// How many requests may run handlers at once on one connection.
+    pub fn max_requests_per_connection(mut self, n: usize) -> Self {
+        self.config.max_requests_per_connection = n;
+        self
+    }
+
+    /// How many requests to the client may wait for an answer on one connection.
+    pub fn max_pending_per_connection(mut self, n: usize) -> Self {
+        self.config.max_pending_per_connection = n;
+        self
+    }
+
     /// How many connections' state is kept.
     pub fn max_connections(mut self, n: usize) -> Self {
         self.config.max_connections = n;
@@ -327,9 +357,21 @@ impl ServerBuilder {
         self
     }
 
+    /// How many values one completion returns (at most 100, the protocol's limit).
+    pub fn max_completion_values(mut self, n: usize) -> Self {
+        self.config.max_completion_values = n;
+        self
+    }
+
     /// How long a sealed `requestState` stays valid.
     pub fn request_state_ttl(mut self, d: Duration) -> Self {
         self.config.request_state_ttl = d;
+        self
+    }
+
+    /// How long running requests may finish when the server is asked to stop.
+    pub fn shutdown_grace(mut self, d: Duration) -> Self {
+        self.config.shutdown_grace = d;
         self
     }
 
@@ -372,10 +414,19 @@ impl ServerBuilder {
         for (option, value) in [
             ("max_connections", self.config.max_connections),
             ("max_in_flight", self.config.max_in_flight),
+            (
+                "max_requests_per_connection",
+                self.config.max_requests_per_connection,
+            ),
+            (
+                "max_pending_per_connection",
+                self.config.max_pending_per_connection,
+            ),
             ("page_size", self.config.page_size),
             ("outbound_capacity", self.config.outbound_capacity),
             ("max_message_size", self.config.max_message_size),
             ("max_listeners", self.config.max_listeners),
+            ("max_completion_values", self.config.max_completion_values),
             ("max_subscriptions", self.config.max_subscriptions),
             ("max_used_nonces", self.config.max_used_nonces),
         ] {
@@ -385,6 +436,15 @@ impl ServerBuilder {
                     reason: "must be at least 1".into(),
                 });
             }
+        }
+        if self.config.max_completion_values > super::completion::MAX_VALUES {
+            return Err(BuildError::InvalidConfig {
+                option: "max_completion_values",
+                reason: format!(
+                    "the protocol allows at most {} values per completion",
+                    super::completion::MAX_VALUES
+                ),
+            });
         }
         if self.authorizer.is_none() {
             let unguarded: Vec<String> = self
@@ -452,7 +512,12 @@ impl ServerBuilder {
             authorizer: self.authorizer,
             authorizer_source: self.authorizer_source.unwrap_or_default(),
             read_authorizer: self.read_authorizer,
-            conns: ConnTable::new(self.config.max_connections, self.transport, self.on_event),
+            conns: ConnTable::new(
+                self.config.max_connections,
+                self.config.max_pending_per_connection,
+                self.transport,
+                self.on_event,
+            ),
             in_flight: Arc::new(tokio::sync::Semaphore::new(self.config.max_in_flight)),
             sealer: crate::elicit::state::StateSealer::new(
                 state_key,

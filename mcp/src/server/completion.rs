@@ -13,8 +13,8 @@ use crate::protocol::{
 };
 use crate::registry::{Completer, CompletionRequest, prefix_matches};
 
-/// The most values one completion returns (the protocol's limit).
-const MAX_VALUES: usize = 100;
+/// The most values one completion may return (the protocol's limit).
+pub(crate) const MAX_VALUES: usize = 100;
 
 impl Server {
     pub(super) async fn complete(
@@ -67,27 +67,32 @@ impl Server {
                 } else {
                     Vec::new()
                 };
-                return Ok(self.reply(scope, &completion(values), None));
+                let max = self.config().max_completion_values;
+                return Ok(self.reply(scope, &completion(values, max), None));
             }
         };
         let values = match completer {
-            Some(c) => contained(self.config().call_timeout, c.complete(request))
+            Some(c) => contained(self.config().call_timeout, || c.complete(request))
                 .await
                 .map_err(|f| f.to_error("completion"))?,
             None => Vec::new(),
         };
-        Ok(self.reply(scope, &completion(values), None))
+        let max = self.config().max_completion_values;
+        Ok(self.reply(scope, &completion(values, max), None))
     }
 }
 
-fn completion(mut values: Vec<String>) -> CompleteResult {
+/// At most `max` values (never more than the protocol's 100), with the total and whether
+/// there were more.
+fn completion(mut values: Vec<String>, max: usize) -> CompleteResult {
+    let max = max.min(MAX_VALUES);
     let total = values.len();
-    values.truncate(MAX_VALUES);
+    values.truncate(max);
     CompleteResult {
         completion: Completion {
             values,
             total: Some(total as u64),
-            has_more: Some(total > MAX_VALUES),
+            has_more: Some(total > max),
         },
     }
 }

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{mpsc, oneshot};
@@ -196,20 +196,45 @@ struct Subscriber {
 pub(crate) type ClientReply = Result<Box<serde_json::value::RawValue>, ErrorObject>;
 
 /// The server's own requests awaiting the client's answer, by id.
-#[derive(Default)]
 pub(crate) struct Pending {
     waiting: HashMap<String, oneshot::Sender<ClientReply>>,
     closed: bool,
+    max: usize,
+}
+
+/// Why a request to the client could not be parked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ParkRefused {
+    /// The connection can no longer answer.
+    Closed,
+    /// As many requests as the limit allows are already waiting.
+    Full,
 }
 
 impl Pending {
-    /// Parks a request; `false` once the connection can no longer answer.
-    pub(crate) fn park(&mut self, id: String, tx: oneshot::Sender<ClientReply>) -> bool {
+    fn new(max: usize) -> Self {
+        Pending {
+            waiting: HashMap::new(),
+            closed: false,
+            max,
+        }
+    }
+
+    /// Parks a request, unless the connection can no longer answer or already has as many
+    /// waiting as the limit allows.
+    pub(crate) fn park(
+        &mut self,
+        id: String,
+        tx: oneshot::Sender<ClientReply>,
+    ) -> Result<(), ParkRefused> {
         if self.closed {
-            return false;
+            return Err(ParkRefused::Closed);
+        }
+        if self.waiting.len() >= self.max {
+            return Err(ParkRefused::Full);
         }
         self.waiting.insert(id, tx);
-        true
+        Ok(())
     }
 
     /// Takes the waiter for `id`: whoever takes it closes the request, exactly once.
@@ -221,6 +246,11 @@ impl Pending {
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.waiting.is_empty()
+    }
+
+    /// How many requests are parked.
+    pub(crate) fn len(&self) -> usize {
+        self.waiting.len()
     }
 
     /// Closes every parked request and refuses new ones.
@@ -239,6 +269,8 @@ pub(crate) struct ConnState {
     pub(crate) session: RwLock<Session>,
     pub(crate) subscriptions: Mutex<HashSet<String>>,
     pub(crate) in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// Requests running handlers now (bounded by `max_requests_per_connection`).
+    pub(crate) running: AtomicUsize,
     pub(crate) pending: Mutex<Pending>,
     pub(crate) closed: CancellationToken,
     /// Cancelled when the client's input closed (stdin EOF): long-lived requests end.
@@ -257,7 +289,7 @@ impl fmt::Debug for ConnState {
 }
 
 impl ConnState {
-    fn new(id: ConnId, transport: Transport, seq: u64) -> Self {
+    fn new(id: ConnId, transport: Transport, seq: u64, max_pending: usize) -> Self {
         ConnState {
             id,
             transport,
@@ -266,7 +298,8 @@ impl ConnState {
             session: RwLock::new(Session::default()),
             subscriptions: Mutex::new(HashSet::new()),
             in_flight: Mutex::new(HashMap::new()),
-            pending: Mutex::new(Pending::default()),
+            running: AtomicUsize::new(0),
+            pending: Mutex::new(Pending::new(max_pending)),
             closed: CancellationToken::new(),
             input_closed: CancellationToken::new(),
             era: Mutex::new(None),
@@ -290,6 +323,25 @@ impl ConnState {
         self.session.read().version
     }
 
+    /// What the connection holds right now.
+    pub(crate) fn stats(&self) -> ConnectionStats {
+        ConnectionStats {
+            running: self.running.load(Ordering::Acquire),
+            cancellable: self.in_flight.lock().len(),
+            pending: self.pending.lock().len(),
+            subscriptions: self.subscriptions.lock().len(),
+            attached: self.has_subscriber(),
+        }
+    }
+
+    /// Cancels every running request the client could have cancelled; no response is sent
+    /// for them. The connection stays attached.
+    pub(crate) fn cancel_running(&self) {
+        for token in self.in_flight.lock().values() {
+            token.cancel();
+        }
+    }
+
     /// Closes everything the connection holds: parked requests see their answer channel
     /// drop, in-flight calls are cancelled. Nothing is pushed: the owner is gone.
     pub(crate) fn close(&self) {
@@ -301,6 +353,22 @@ impl ConnState {
         }
         *self.subscriber.write() = None;
     }
+}
+
+/// A snapshot of what one connection holds, for metrics and for checking that nothing is
+/// left behind (a cancelled call, a closed connection).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConnectionStats {
+    /// Requests running handlers (tools, resources, prompts, completions).
+    pub running: usize,
+    /// Requests the client can cancel with `notifications/cancelled`.
+    pub cancellable: usize,
+    /// Requests to the client (elicitation, sampling, roots) waiting for an answer.
+    pub pending: usize,
+    /// Resource URIs subscribed to.
+    pub subscriptions: usize,
+    /// Whether a transport is attached.
+    pub attached: bool,
 }
 
 /// Something the connection table did that an operator may want to see.
@@ -327,17 +395,24 @@ pub(crate) struct ConnTable {
     seq: AtomicU64,
     tokens: AtomicU64,
     max: usize,
+    max_pending: usize,
     default_transport: Transport,
     hook: Option<EventHook>,
 }
 
 impl ConnTable {
-    pub(crate) fn new(max: usize, default_transport: Transport, hook: Option<EventHook>) -> Self {
+    pub(crate) fn new(
+        max: usize,
+        max_pending: usize,
+        default_transport: Transport,
+        hook: Option<EventHook>,
+    ) -> Self {
         ConnTable {
             map: RwLock::new(HashMap::new()),
             seq: AtomicU64::new(0),
             tokens: AtomicU64::new(1),
             max,
+            max_pending,
             default_transport,
             hook,
         }
@@ -384,6 +459,7 @@ impl ConnTable {
             id.clone(),
             transport,
             self.seq.fetch_add(1, Ordering::Relaxed),
+            self.max_pending,
         ));
         self.insert_bounded(&mut map, Arc::clone(&state));
         state
@@ -404,7 +480,12 @@ impl ConnTable {
         let state = match existing {
             Some(old) if !old.has_subscriber() => {
                 // A first attach keeps what an earlier `initialize` on this id recorded.
-                let fresh = Arc::new(ConnState::new(id.clone(), transport, old.seq));
+                let fresh = Arc::new(ConnState::new(
+                    id.clone(),
+                    transport,
+                    old.seq,
+                    self.max_pending,
+                ));
                 *fresh.session.write() = old.session.read().clone();
                 *fresh.subscriptions.lock() = old.subscriptions.lock().clone();
                 *fresh.era.lock() = *old.era.lock();
@@ -430,6 +511,7 @@ impl ConnTable {
                     id.clone(),
                     transport,
                     self.seq.fetch_add(1, Ordering::Relaxed),
+                    self.max_pending,
                 ));
                 self.insert_bounded(&mut map, Arc::clone(&fresh));
                 fresh
@@ -501,6 +583,7 @@ mod tests {
         let e2 = Arc::clone(&events);
         let table = ConnTable::new(
             2,
+            4,
             Transport::Unknown,
             Some(Arc::new(move |e: &ConnectionEvent| {
                 e2.lock().push(e.clone())
@@ -520,7 +603,7 @@ mod tests {
 
     #[test]
     fn detached_state_takes_the_declared_transport() {
-        let table = ConnTable::new(8, Transport::Unknown, None);
+        let table = ConnTable::new(8, 4, Transport::Unknown, None);
         let id = ConnId::new("anon");
         assert_eq!(table.get_or_create(&id).transport, Transport::Unknown);
         assert_eq!(
@@ -536,7 +619,7 @@ mod tests {
 
     #[test]
     fn when_all_are_live_the_oldest_goes() {
-        let table = ConnTable::new(1, Transport::Unknown, None);
+        let table = ConnTable::new(1, 4, Transport::Unknown, None);
         let (a, _ra) = Outbound::channel(4);
         let (b, _rb) = Outbound::channel(4);
         table.attach(&ConnId::new("a"), Transport::Http, a);
@@ -547,7 +630,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_request_to_the_client_that_is_dropped_leaves_nothing_parked() {
-        let table = ConnTable::new(4, Transport::Unknown, None);
+        let table = ConnTable::new(4, 4, Transport::Unknown, None);
         let (out, mut rx) = Outbound::channel(4);
         let (state, _token) = table.attach(&ConnId::new("c"), Transport::Http, out.clone());
         let params = serde_json::json!({});
@@ -570,7 +653,7 @@ mod tests {
 
     #[test]
     fn takeover_inherits_nothing_and_stale_detach_is_ignored() {
-        let table = ConnTable::new(8, Transport::Unknown, None);
+        let table = ConnTable::new(8, 4, Transport::Unknown, None);
         let id = ConnId::new("x");
         let (a, _ra) = Outbound::channel(4);
         let (first, token_a) = table.attach(&id, Transport::Http, a);

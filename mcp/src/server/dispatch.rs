@@ -48,6 +48,30 @@ impl Scope {
     }
 }
 
+/// One request counted against its connection's `max_requests_per_connection`, released
+/// however the request ends (answered, cancelled, or its future dropped).
+struct Running(Arc<ConnState>);
+
+impl Running {
+    fn enter(conn: &Arc<ConnState>, max: usize) -> Option<Running> {
+        use std::sync::atomic::Ordering;
+        conn.running
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Running(Arc::clone(conn)))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0
+            .running
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
 /// Whether a method runs user code and so can be cancelled.
 fn cancellable(method: &str) -> bool {
     matches!(
@@ -98,6 +122,18 @@ impl Server {
                 Err(e) => return Some(Reply::error(Some(&id), &e)),
             },
         };
+        // Requests that run handlers count against the connection's cap (a listen only
+        // waits, and `max_listeners` bounds it).
+        let running = if cancellable(&method) && method != methods::SUBSCRIPTIONS_LISTEN {
+            match Running::enter(conn, self.config().max_requests_per_connection) {
+                Some(guard) => Some(guard),
+                None => {
+                    return Some(self.connection_busy(conn, id, &method, modern, extras));
+                }
+            }
+        } else {
+            None
+        };
         // Only a connection with a live transport can send notifications/cancelled.
         let tracked = cancellable(&method) && conn.has_subscriber();
         let cancel = if tracked {
@@ -142,7 +178,45 @@ impl Server {
         if tracked {
             conn.in_flight.lock().remove(&scope.id);
         }
+        drop(running);
         reply
+    }
+
+    /// The answer to a request over the connection's cap: an `isError` result for a tool
+    /// call (the model can read it and try again), -32603 for anything else.
+    fn connection_busy(
+        &self,
+        conn: &Arc<ConnState>,
+        id: RequestId,
+        method: &str,
+        modern: Option<Arc<ModernRequest>>,
+        extras: RequestExtras,
+    ) -> Reply {
+        let max = self.config().max_requests_per_connection;
+        let message = format!(
+            "connection_busy: {max} requests are already running on this connection; \
+             wait for one to finish and try again"
+        );
+        tracing::warn!(target: "mcp::server", conn_id = %conn.id, method, max, "request refused: the connection's limit of running requests is reached");
+        if method != methods::TOOLS_CALL {
+            return Reply::error(Some(&id), &ErrorObject::internal(message));
+        }
+        let version = match &modern {
+            Some(_) => ProtocolVersion::V2026_07_28,
+            None => conn.version().unwrap_or(ProtocolVersion::LATEST_HANDSHAKE),
+        };
+        let scope = Scope {
+            caller: Caller {
+                conn: Arc::clone(conn),
+                sink: extras.sink,
+                cancel: conn.closed.clone(),
+                auth: AuthContext::new(conn.id.clone(), conn.transport, extras.principal),
+                version,
+                modern,
+            },
+            id,
+        };
+        self.tool_reply(&scope, crate::protocol::CallToolResult::error(message))
     }
 
     async fn route(&self, scope: &Scope, method: &str, params: Option<&RawValue>) -> Reply {
@@ -311,19 +385,19 @@ pub(crate) enum Outcome<T> {
 
 /// Runs a handler that may suspend for input (when `mrtr` is present), contained like
 /// [`contained`].
-pub(crate) async fn run_handler<T>(
+pub(crate) async fn run_handler<T, F: std::future::Future<Output = T>>(
     mrtr: Option<&Arc<Mrtr>>,
     timeout: std::time::Duration,
-    fut: impl std::future::Future<Output = T>,
+    start: impl FnOnce() -> F,
 ) -> Result<Outcome<T>, Failure> {
     let Some(m) = mrtr else {
-        return contained(timeout, fut).await.map(Outcome::Done);
+        return contained(timeout, start).await.map(Outcome::Done);
     };
     // The handler is polled first, so every ask it makes in one poll (a `join!` of several)
     // is recorded before the suspension is noticed.
     tokio::select! {
         biased;
-        r = contained(timeout, fut) => r.map(Outcome::Done),
+        r = contained(timeout, start) => r.map(Outcome::Done),
         _ = m.suspended() => Ok(match m.missing_capability() {
             Some(c) => Outcome::MissingCapability(c),
             None => Outcome::NeedsInput,
@@ -331,12 +405,15 @@ pub(crate) async fn run_handler<T>(
     }
 }
 
-/// Runs a handler future with a timeout and panic containment, logging a panic's message.
-pub(crate) async fn contained<T>(
+/// Runs a handler with a timeout and panic containment, logging a panic's message.
+/// `start` makes the handler's future; it is called inside the containment, because a
+/// handler can panic before it returns its future as well as while it runs.
+pub(crate) async fn contained<T, F: std::future::Future<Output = T>>(
     timeout: std::time::Duration,
-    fut: impl std::future::Future<Output = T>,
+    start: impl FnOnce() -> F,
 ) -> Result<T, Failure> {
     use futures::FutureExt as _;
+    let fut = async move { start().await };
     match tokio::time::timeout(timeout, std::panic::AssertUnwindSafe(fut).catch_unwind()).await {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(payload)) => {

@@ -24,10 +24,11 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use builder::{BuildError, ServerBuilder, ServerConfig};
-pub(crate) use connection::ConnState;
 pub use connection::{
-    ConnId, ConnectionEvent, Outbound, OutboundReceiver, Transport, UnknownTransport,
+    ConnId, ConnectionEvent, ConnectionStats, Outbound, OutboundReceiver, Transport,
+    UnknownTransport,
 };
+pub(crate) use connection::{ConnState, ParkRefused};
 pub use reply::Reply;
 
 use crate::auth::{AuditSink, Authorizer, AuthorizerSource, Principal};
@@ -143,6 +144,13 @@ impl Server {
     /// How many connections the server keeps state for.
     pub fn connection_count(&self) -> usize {
         self.inner.conns.len()
+    }
+
+    /// What connection `id` holds right now (running requests, parked questions, ...), or
+    /// `None` when the server keeps no state for it (it never existed, or it went away and
+    /// everything it held was released).
+    pub fn connection_stats(&self, id: &ConnId) -> Option<ConnectionStats> {
+        self.inner.conns.get(id).map(|c| c.stats())
     }
 
     /// Attaches a transport for connection `id`: messages for it will be queued on `out`.
@@ -277,6 +285,11 @@ impl Connection {
         &self.server
     }
 
+    /// What this connection holds right now.
+    pub fn stats(&self) -> ConnectionStats {
+        self.state.stats()
+    }
+
     /// Whether the server closed this connection (its state was evicted at the cap, or
     /// another transport took over its id). A transport should then drop the client.
     pub fn is_closed(&self) -> bool {
@@ -334,11 +347,25 @@ impl Connection {
         }
     }
 
+    /// Detaches the transport now, as dropping the last handle does: running requests are
+    /// cancelled (no response is sent), parked questions close, and the server forgets the
+    /// connection. For a transport whose client is gone while tasks still hold a handle.
+    pub fn close(&self) {
+        self.server.inner.conns.detach(&self.state.id, self.token);
+    }
+
     /// Closes every question this connection has parked and refuses new ones: the client
     /// can no longer answer (its input closed). Running requests continue.
     pub fn close_pending(&self) {
         self.state.pending.lock().close();
         self.state.input_closed.cancel();
+    }
+
+    /// Cancels every running request on this connection that a client could cancel (as if
+    /// it had sent `notifications/cancelled` for each): their handlers are dropped and no
+    /// response is sent. Transports call it when they give up waiting at shutdown.
+    pub(crate) fn cancel_running(&self) {
+        self.state.cancel_running();
     }
 
     async fn handle_batch(

@@ -81,11 +81,9 @@ impl Server {
             ));
         };
         let ctx = scope.ctx(self, None, mrtr.clone());
-        let outcome = run_handler(
-            mrtr.as_ref(),
-            self.config().call_timeout,
-            handler.get(ctx, PromptArgs(args)),
-        )
+        let outcome = run_handler(mrtr.as_ref(), self.config().call_timeout, || {
+            handler.get(ctx, PromptArgs(args))
+        })
         .await
         .map_err(|f| f.to_error("prompt"))?;
         let rendered = match outcome {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::dispatch::{Outcome, Scope, parse_params, run_handler};
+use super::dispatch::{Outcome, Scope, contained, parse_params, run_handler};
 use super::tools::list_json;
 use super::{Reply, Server};
 use crate::context::{Caller, Ctx};
@@ -55,7 +55,10 @@ impl Server {
             .collect();
         for lister in listers {
             let ctx = scope.ctx(self, None, None);
-            for r in lister.list(ctx).await {
+            let listed = contained(self.config().call_timeout, || lister.list(ctx))
+                .await
+                .map_err(|f| f.to_error("resource lister"))?;
+            for r in listed {
                 let json = r.clone();
                 all.push(Arc::new(Listed::new(r, &json)));
             }
@@ -183,7 +186,7 @@ impl Server {
             uri: uri.to_owned(),
             vars,
         };
-        let read = handler.read(ctx, request, mime);
+        let read = || handler.read(ctx, request, mime);
         match run_handler(mrtr.as_ref(), self.config().call_timeout, read).await {
             Ok(Outcome::Done(Ok(contents))) => Ok(Outcome::Done((contents, ttl))),
             Ok(Outcome::Done(Err(ResourceError::NotFound))) => Err(not_found(caller, uri)),

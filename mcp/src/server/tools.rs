@@ -254,7 +254,7 @@ impl Server {
         }
     }
 
-    fn tool_reply(&self, scope: &Scope, mut result: CallToolResult) -> Reply {
+    pub(super) fn tool_reply(&self, scope: &Scope, mut result: CallToolResult) -> Reply {
         compat::tool_result(scope.version(), &mut result);
         self.reply_with_meta(scope, result, None)
     }
@@ -279,7 +279,7 @@ impl Server {
         let ctx = scope.ctx(self, token, mrtr.clone());
         let args = ToolArgs::shared(arguments, tool.schema.clone());
         let timeout = tool.timeout.unwrap_or(self.config().call_timeout);
-        match run_handler(mrtr.as_ref(), timeout, tool.handler.call(ctx, args)).await {
+        match run_handler(mrtr.as_ref(), timeout, || tool.handler.call(ctx, args)).await {
             Ok(outcome) => outcome,
             Err(failure) => Outcome::Done(CallToolResult::error(
                 failure.to_error("tool").message.into_owned(),

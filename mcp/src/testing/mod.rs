@@ -48,6 +48,14 @@ pub struct TestClient {
     modern: Option<Value>,
 }
 
+impl Drop for TestClient {
+    /// Dropping the client is a disconnect: its running requests are cancelled and its
+    /// parked questions closed, as when a real client goes away.
+    fn drop(&mut self) {
+        self.conn.close();
+    }
+}
+
 impl TestClient {
     /// Attaches a new client with a fresh connection id.
     pub fn connect(server: &Server) -> Self {
@@ -73,6 +81,12 @@ impl TestClient {
     /// The connection's id.
     pub fn conn_id(&self) -> &ConnId {
         self.conn.id()
+    }
+
+    /// What the server holds for this connection right now (running requests, parked
+    /// questions, ...).
+    pub fn stats(&self) -> crate::server::ConnectionStats {
+        self.conn.stats()
     }
 
     /// How long to wait for a message before giving up (default 5 s).

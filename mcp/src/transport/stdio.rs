@@ -5,7 +5,13 @@
 //! blocking thread per read; each request runs on its own task; replies and notifications
 //! are queued and written in batches, one write per batch of ready messages. stdout carries
 //! protocol messages only. On stdin EOF, parked elicitations close, running requests get a
-//! short grace period, and the transport returns.
+//! short grace period, and the transport returns. On SIGTERM ([`serve`]) or a stop signal
+//! of the caller's ([`serve_io_until`]), new requests are refused while running ones get
+//! [`ServerConfig::shutdown_grace`](crate::server::ServerConfig::shutdown_grace) to finish.
+//!
+//! A client that writes faster than it reads gets backpressure, not an ever-growing
+//! backlog: with twice `max_requests_per_connection` requests unanswered, input is not read
+//! until one is answered.
 
 use std::io;
 use std::sync::Arc;
@@ -13,6 +19,8 @@ use std::time::Duration;
 
 use memchr::memchr;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -26,47 +34,152 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 const READ_CHUNK: usize = 64 * 1024;
 const WRITE_BATCH: usize = 256 * 1024;
 
-/// Serves `server` on the process's stdin and stdout until stdin closes.
+/// Serves `server` on the process's stdin and stdout until stdin closes or the process is
+/// sent SIGTERM. On SIGTERM no new request is accepted (each gets an error), answers and
+/// cancellations are still read, and running requests get
+/// [`ServerConfig::shutdown_grace`](crate::server::ServerConfig::shutdown_grace) to finish.
 pub async fn serve(server: Server) -> io::Result<()> {
     let fds = FdFlags::save();
     let reader = open_stdin()?;
     let writer = open_stdout()?;
-    let result = serve_io(server, reader, writer).await;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let stop = async move {
+        term.recv().await;
+    };
+    let result = serve_io_until(server, reader, writer, stop).await;
     drop(fds);
     result
 }
 
 /// Serves `server` on any byte streams: newline-delimited JSON in, newline-delimited JSON
 /// out. Returns when `reader` reaches EOF (after the grace period for running requests).
-pub async fn serve_io<R, W>(server: Server, mut reader: R, writer: W) -> io::Result<()>
+pub async fn serve_io<R, W>(server: Server, reader: R, writer: W) -> io::Result<()>
 where
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let max = server.config().max_message_size;
-    let (out, rx) = Outbound::channel(server.config().outbound_capacity);
+    serve_io_until(server, reader, writer, std::future::pending()).await
+}
+
+/// Like [`serve_io`], and stops gracefully when `stop` completes (what [`serve`] does on
+/// SIGTERM): new requests are refused with an error, answers to the server's questions and
+/// cancellations are still read, listen streams end with their final result, and running
+/// requests get [`ServerConfig::shutdown_grace`](crate::server::ServerConfig::shutdown_grace)
+/// to finish before the transport returns.
+pub async fn serve_io_until<R, W, S>(
+    server: Server,
+    reader: R,
+    writer: W,
+    stop: S,
+) -> io::Result<()>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+    S: Future<Output = ()> + Send,
+{
+    let config = server.config().clone();
+    let (out, rx) = Outbound::channel(config.outbound_capacity);
     let conn = Arc::new(server.connect(ConnId::new("stdio"), Transport::Stdio, out.clone()));
     let stop_writer = CancellationToken::new();
-    let writer_task = tokio::spawn(write_loop(writer, rx, stop_writer.clone()));
-    let tasks = TaskTracker::new();
+    let mut writer_task = tokio::spawn(write_loop(writer, rx, stop_writer.clone()));
+    let lines = Lines {
+        conn: &conn,
+        out: &out,
+        tasks: TaskTracker::new(),
+        // A client that sends faster than it reads gets backpressure: past this many
+        // unanswered requests, input is not read until one is answered.
+        slots: Arc::new(Semaphore::new(
+            config.max_requests_per_connection.saturating_mul(2),
+        )),
+        stopping: CancellationToken::new(),
+    };
 
+    let (read_result, deadline) = {
+        let mut reading = std::pin::pin!(read_loop(reader, &lines, config.max_message_size));
+        tokio::select! {
+            r = &mut reading => (r, Instant::now() + SHUTDOWN_GRACE),
+            () = stop => {
+                let deadline = Instant::now() + config.shutdown_grace;
+                tracing::info!(target: "mcp::stdio", running = lines.tasks.len(), grace = ?config.shutdown_grace, "stopping: new requests are refused; running ones may finish");
+                lines.stopping.cancel();
+                server.shutdown();
+                lines.tasks.close();
+                // Keep reading: a running call may be waiting for the client's answer.
+                let r = tokio::select! {
+                    r = &mut reading => r,
+                    () = lines.tasks.wait() => Ok(()),
+                    () = tokio::time::sleep_until(deadline) => Ok(()),
+                };
+                (r, deadline)
+            }
+        }
+    };
+
+    // Input is closed (or no longer read): nobody can answer a parked question any more.
+    conn.close_pending();
+    lines.tasks.close();
+    if tokio::time::timeout_at(deadline, lines.tasks.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(target: "mcp::stdio", running = lines.tasks.len(), "requests still running at the end of the grace period; cancelling them");
+        conn.cancel_running();
+        let _ = tokio::time::timeout(Duration::from_millis(100), lines.tasks.wait()).await;
+    }
+    drop(lines);
+    drop(conn);
+    stop_writer.cancel();
+    // A client that stopped reading cannot keep the process alive: the last flush gets
+    // the rest of the grace period too.
+    match tokio::time::timeout_at(
+        deadline.max(Instant::now() + SHUTDOWN_GRACE),
+        &mut writer_task,
+    )
+    .await
+    {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(e))) => tracing::debug!(target: "mcp::stdio", error = %e, "stdout closed"),
+        Ok(Err(e)) => tracing::error!(target: "mcp::stdio", error = %e, "writer task failed"),
+        Err(_) => {
+            tracing::warn!(target: "mcp::stdio", "stdout is not being read; dropping what is still queued");
+            writer_task.abort();
+        }
+    }
+    read_result
+}
+
+/// What every line is handled with.
+struct Lines<'a> {
+    conn: &'a Arc<Connection>,
+    out: &'a Outbound,
+    tasks: TaskTracker,
+    slots: Arc<Semaphore>,
+    stopping: CancellationToken,
+}
+
+/// Reads newline-delimited messages until EOF, refusing lines longer than `max`.
+async fn read_loop<R: AsyncRead + Unpin>(
+    mut reader: R,
+    lines: &Lines<'_>,
+    max: usize,
+) -> io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut discarding = false;
-    let read_result = loop {
+    loop {
         if buf.capacity() - buf.len() < READ_CHUNK / 4 {
             buf.reserve(READ_CHUNK);
         }
         let n = match reader.read_buf(&mut buf).await {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => break Err(e),
+            Err(e) => return Err(e),
         };
         if n == 0 {
             if !discarding && !buf.is_empty() {
                 let line = std::mem::take(&mut buf);
-                handle_line(&conn, &out, &tasks, &line).await;
+                handle_line(lines, &line, max).await;
             }
-            break Ok(());
+            return Ok(());
         }
         let mut start = 0;
         while let Some(pos) = memchr(b'\n', &buf[start..]) {
@@ -74,7 +187,7 @@ where
             if discarding {
                 discarding = false;
             } else {
-                handle_line(&conn, &out, &tasks, &buf[start..end]).await;
+                handle_line(lines, &buf[start..end], max).await;
             }
             start = end + 1;
         }
@@ -83,40 +196,48 @@ where
             // An oversized message: answer once, then skip the rest of the line.
             discarding = true;
             buf.clear();
-            let error = ErrorObject::invalid_request(format!(
-                "Invalid request: the message exceeds the {max}-byte limit"
-            ));
-            out.send(Reply::error(None, &error).into_frame()).await;
+            lines.out.send(oversized(max)).await;
         } else if discarding {
             buf.clear();
         }
-    };
-
-    // stdin is closed: nobody can answer a parked question any more.
-    conn.close_pending();
-    tasks.close();
-    if tokio::time::timeout(SHUTDOWN_GRACE, tasks.wait())
-        .await
-        .is_err()
-    {
-        tracing::warn!(target: "mcp::stdio", "requests still running after stdin closed; abandoning them");
     }
-    drop(conn);
-    stop_writer.cancel();
-    match writer_task.await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::debug!(target: "mcp::stdio", error = %e, "stdout closed"),
-        Err(e) => tracing::error!(target: "mcp::stdio", error = %e, "writer task failed"),
-    }
-    read_result
 }
 
-async fn handle_line(conn: &Arc<Connection>, out: &Outbound, tasks: &TaskTracker, line: &[u8]) {
+async fn handle_line(lines: &Lines<'_>, line: &[u8], max: usize) {
+    let Lines {
+        conn,
+        out,
+        tasks,
+        slots,
+        stopping,
+    } = lines;
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
         return;
     }
-    match decode(line) {
+    // A line can arrive whole in one read, never having crossed the limit while incomplete.
+    if line.len() > max {
+        out.send(oversized(max)).await;
+        return;
+    }
+    let incoming = decode(line);
+    if stopping.is_cancelled() {
+        // Shutting down: answers and notifications are still handled, requests are not.
+        let refused = match &incoming {
+            Incoming::Single(Ok(Message::Request(r))) => Some(Some(r.id.clone())),
+            Incoming::Batch(_) => Some(None),
+            _ => None,
+        };
+        if let Some(id) = refused {
+            let error = ErrorObject::internal(
+                "Internal error: the server is shutting down and accepts no new requests",
+            );
+            out.send(Reply::error(id.as_ref(), &error).into_frame())
+                .await;
+            return;
+        }
+    }
+    match incoming {
         Incoming::Single(Ok(message)) => {
             let runs_user_code = match &message {
                 // The handshake runs inline so that nothing after it is handled before the
@@ -125,12 +246,16 @@ async fn handle_line(conn: &Arc<Connection>, out: &Outbound, tasks: &TaskTracker
                 _ => false,
             };
             if runs_user_code {
+                let Ok(slot) = Arc::clone(slots).acquire_owned().await else {
+                    return;
+                };
                 let conn = Arc::clone(conn);
-                let out = out.clone();
+                let out = (*out).clone();
                 tasks.spawn(async move {
                     if let Some(reply) = conn.handle(message).await {
                         out.send(reply.into_frame()).await;
                     }
+                    drop(slot);
                 });
             } else if let Some(reply) = conn.handle(message).await {
                 // The handshake, notifications and answers run no user code: handle them in
@@ -143,15 +268,27 @@ async fn handle_line(conn: &Arc<Connection>, out: &Outbound, tasks: &TaskTracker
                 .await;
         }
         incoming @ Incoming::Batch(_) => {
+            let Ok(slot) = Arc::clone(slots).acquire_owned().await else {
+                return;
+            };
             let conn = Arc::clone(conn);
-            let out = out.clone();
+            let out = (*out).clone();
             tasks.spawn(async move {
                 if let Some(reply) = conn.handle_incoming(incoming).await {
                     out.send(reply.into_frame()).await;
                 }
+                drop(slot);
             });
         }
     }
+}
+
+/// The error for a line longer than `max` bytes.
+fn oversized(max: usize) -> String {
+    let error = ErrorObject::invalid_request(format!(
+        "Invalid request: the message exceeds the {max}-byte limit"
+    ));
+    Reply::error(None, &error).into_frame()
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(

@@ -43,6 +43,7 @@ pub struct HttpConfig {
     pub(crate) retry: Duration,
     pub(crate) event_store_events: usize,
     pub(crate) event_store_bytes: usize,
+    pub(crate) max_streams_per_session: usize,
     pub(crate) sessionless: bool,
     pub(crate) legacy_sse: bool,
     pub(crate) sse_path: String,
@@ -68,6 +69,7 @@ impl fmt::Debug for HttpConfig {
             .field("retry", &self.retry)
             .field("event_store_events", &self.event_store_events)
             .field("event_store_bytes", &self.event_store_bytes)
+            .field("max_streams_per_session", &self.max_streams_per_session)
             .field("sessionless", &self.sessionless)
             .field("legacy_sse", &self.legacy_sse)
             .field("bearer", &self.bearer.is_some())
@@ -99,6 +101,7 @@ impl Default for HttpConfig {
             retry: Duration::from_secs(3),
             event_store_events: 256,
             event_store_bytes: 256 * 1024,
+            max_streams_per_session: 32,
             sessionless: false,
             legacy_sse: false,
             sse_path: "/sse".to_owned(),
@@ -215,6 +218,16 @@ impl HttpConfig {
         self
     }
 
+    /// How many SSE responses one session may hold open at once (default 32): its GET
+    /// stream, resumptions with `Last-Event-ID`, and POSTs answered as streams. A GET
+    /// beyond it gets 429 with a JSON-RPC error saying so. A POST answered as a stream is
+    /// never refused (running requests are bounded by the server's
+    /// `max_requests_per_connection`), but it counts.
+    pub fn max_streams_per_session(mut self, n: usize) -> Self {
+        self.max_streams_per_session = n;
+        self
+    }
+
     /// Whether handshake-era requests without `Mcp-Session-Id` are served (default `false`:
     /// they get 400). When on, they run on one shared anonymous connection that has no
     /// channel: it is never asked anything (no elicitation, sampling or roots), gets no
@@ -293,6 +306,7 @@ impl HttpConfig {
             ("max_sessions", self.max_sessions),
             ("max_header_bytes", self.max_header_bytes),
             ("event_store_size", self.event_store_events),
+            ("max_streams_per_session", self.max_streams_per_session),
         ] {
             if value == 0 {
                 return Err(format!("{name} must be at least 1"));

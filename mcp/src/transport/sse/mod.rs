@@ -69,6 +69,10 @@ pub async fn serve(
     http::run_bound(app, config, addr).await
 }
 
+/// Events buffered between a session's messages and its SSE response; a client that lets
+/// this many go unread loses its stream (see [`forward`]).
+const STREAM_BUFFER: usize = 256;
+
 struct SseSession {
     conn: Connection,
     out: Outbound,
@@ -190,7 +194,7 @@ async fn open_stream(
         .unwrap_or("");
     let endpoint = format!("{prefix}{}?sessionId={id}", app.config.messages_path);
 
-    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    let (tx, rx) = mpsc::channel::<Bytes>(STREAM_BUFFER);
     let _ = tx.try_send(
         SseEvent {
             id: None,
@@ -200,7 +204,13 @@ async fn open_stream(
         }
         .encode(),
     );
-    tokio::spawn(forward(out_rx, tx, session.closed.clone()));
+    tokio::spawn(forward(
+        out_rx,
+        tx,
+        session.closed.clone(),
+        Arc::clone(table),
+        Arc::clone(&id),
+    ));
     sse_response(
         rx,
         app.config.keep_alive,
@@ -217,15 +227,29 @@ async fn open_stream(
 }
 
 /// Writes what the server sends the session as `event: message`.
-async fn forward(mut out_rx: OutboundReceiver, tx: mpsc::Sender<Bytes>, closed: CancellationToken) {
+/// Moves the session's messages onto its stream. A client that stops reading fills the
+/// stream's buffer; then the stream is dropped (the session ends, its questions close and
+/// its requests stop) rather than letting its backlog, and the requests waiting to add to
+/// it, grow without bound.
+async fn forward(
+    mut out_rx: OutboundReceiver,
+    tx: mpsc::Sender<Bytes>,
+    closed: CancellationToken,
+    table: Arc<SseTable>,
+    id: Arc<str>,
+) {
     loop {
         tokio::select! {
             frame = out_rx.recv() => match frame {
-                Some(frame) => {
-                    if tx.send(message_event(None, &frame)).await.is_err() {
+                Some(frame) => match tx.try_send(message_event(None, &frame)) {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        tracing::warn!(target: "mcp::sse", "the client is not reading its SSE stream; dropping the stream and its session");
+                        table.remove(&id);
                         break;
                     }
-                }
+                    Err(mpsc::error::TrySendError::Closed(_)) => break,
+                },
                 None => break,
             },
             _ = closed.cancelled() => break,

@@ -590,7 +590,7 @@ async fn exchange(
                 closed: Some(session.closed.clone()),
                 shutdown: None,
             },
-            session.busy(),
+            (session.busy(), session.stream_slot_for_request()),
             Vec::new(),
         ),
         Err(_) => session_not_found(),
@@ -715,6 +715,21 @@ async fn get_handler(
         Ok(s) => s,
         Err(r) => return r,
     };
+    let Some(slot) = session.stream_slot() else {
+        let mut r = rpc_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            codes::INVALID_REQUEST,
+            format!(
+                "Too Many Requests: this session already holds its maximum of {} open SSE streams; close one first",
+                session.max_streams()
+            ),
+        );
+        r.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            HeaderValue::from_static("1"),
+        );
+        return with_session(r, &session);
+    };
     let last = headers
         .get(&LAST_EVENT_ID)
         .map(|v| v.to_str().unwrap_or(""));
@@ -759,7 +774,7 @@ async fn get_handler(
         rx,
         app.config.keep_alive,
         stops,
-        session.busy(),
+        (session.busy(), slot),
         session_value
             .map(|v| vec![(SESSION_HEADER, v)])
             .unwrap_or_default(),

@@ -92,6 +92,19 @@ pub(crate) struct Session {
     streams: Mutex<Streams>,
     store_events: usize,
     store_bytes: usize,
+    /// SSE responses open now, and how many may be.
+    open_responses: AtomicUsize,
+    max_responses: usize,
+}
+
+/// One open SSE response of a session, counted against `max_streams_per_session` while
+/// it lives.
+pub(crate) struct StreamSlot(Arc<Session>);
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.open_responses.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// Marks a session busy (a request running or a stream open) while alive; idle time counts
@@ -109,6 +122,28 @@ impl Session {
     pub(crate) fn busy(self: &Arc<Self>) -> Busy {
         self.busy.fetch_add(1, Ordering::AcqRel);
         Busy(Arc::clone(self))
+    }
+
+    /// A slot for one more SSE response, unless the session holds its maximum.
+    pub(crate) fn stream_slot(self: &Arc<Self>) -> Option<StreamSlot> {
+        self.open_responses
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max_responses).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| StreamSlot(Arc::clone(self)))
+    }
+
+    /// A slot for the stream of a POST already running: never refused (running requests
+    /// are bounded by the server's `max_requests_per_connection`), but counted.
+    pub(crate) fn stream_slot_for_request(self: &Arc<Self>) -> StreamSlot {
+        self.open_responses.fetch_add(1, Ordering::AcqRel);
+        StreamSlot(Arc::clone(self))
+    }
+
+    /// The maximum of open SSE responses.
+    pub(crate) fn max_streams(&self) -> usize {
+        self.max_responses
     }
 
     pub(crate) fn touch(&self) {
@@ -303,6 +338,7 @@ pub(crate) struct SessionTable {
     idle: Duration,
     store_events: usize,
     store_bytes: usize,
+    max_responses: usize,
     reaper: AtomicBool,
     shutdown: CancellationToken,
 }
@@ -315,6 +351,7 @@ impl SessionTable {
             idle: config.session_idle_timeout,
             store_events: config.event_store_events,
             store_bytes: config.event_store_bytes,
+            max_responses: config.max_streams_per_session,
             reaper: AtomicBool::new(false),
             shutdown: config.shutdown.clone(),
         })
@@ -374,6 +411,8 @@ impl SessionTable {
             }),
             store_events: self.store_events,
             store_bytes: self.store_bytes,
+            open_responses: AtomicUsize::new(0),
+            max_responses: self.max_responses,
         });
         tokio::spawn(pump(Arc::clone(&session), rx));
         map.insert(id, Arc::clone(&session));

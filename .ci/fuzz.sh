@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Fuzzing, bounded in time: builds every target in fuzz/ with cargo fuzz (libFuzzer, ASan)
+# and runs each for FUZZ_SECONDS (default 30) from its committed seed corpus. Fails on any
+# crash, panic, timeout (-timeout) or memory blow-up (-rss_limit_mb, -malloc_limit_mb).
+#
+# cargo fuzz passes nightly-only flags (-Zsanitizer=address, ...). The stable toolchain
+# accepts them with RUSTC_BOOTSTRAP=1, and ships the ASan runtime on x86_64 Linux. Where
+# it does not, run with FUZZ_SANITIZER=none (coverage-guided fuzzing still works; only
+# ASan's checks, which matter for unsafe code, are lost).
+#
+# Usage: .ci/fuzz.sh [target...]   (env: FUZZ_SECONDS, FUZZ_SANITIZER, FUZZ_TARGET_DIR)
+set -euo pipefail
+cd "$(dirname "$0")/../fuzz"
+
+SECONDS_PER_TARGET="${FUZZ_SECONDS:-30}"
+SANITIZER="${FUZZ_SANITIZER:-address}"
+export RUSTC_BOOTSTRAP=1
+# A target directory outside the checkout lets a machine that fuzzed before skip the
+# rebuild of the sanitized dependencies; a fresh machine builds them once.
+TARGET_DIR="${FUZZ_TARGET_DIR:-${HOME}/.cache/mcp-fuzz-target}"
+fuzz=(--sanitizer "$SANITIZER" --target-dir "$TARGET_DIR")
+
+# The fuzz crate is a workspace of its own: the root's `cargo fmt --all` does not see it.
+cargo fmt -- --check
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "installing cargo-fuzz"
+  cargo install cargo-fuzz --locked --version 0.13.2
+fi
+
+if [ "$#" -gt 0 ]; then
+  targets=("$@")
+else
+  mapfile -t targets < <(cargo fuzz list)
+fi
+
+build_start=$SECONDS
+if [ "$#" -gt 0 ]; then
+  for t in "${targets[@]}"; do cargo fuzz build "${fuzz[@]}" "$t"; done
+else
+  cargo fuzz build "${fuzz[@]}"
+fi
+echo "fuzz targets built in $((SECONDS - build_start)) s"
+
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+summary=()
+failed=0
+for t in "${targets[@]}"; do
+  corpus="$logs/corpus-$t"
+  mkdir -p "$corpus"
+  echo "==> fuzzing $t for ${SECONDS_PER_TARGET} s"
+  # New inputs go to a scratch corpus; the committed seeds are only read.
+  if cargo fuzz run "${fuzz[@]}" "$t" "$corpus" "seeds/$t" -- \
+      -max_total_time="$SECONDS_PER_TARGET" \
+      -timeout=10 \
+      -rss_limit_mb=2048 \
+      -malloc_limit_mb=1024 \
+      -print_final_stats=1 >"$logs/$t.log" 2>&1; then
+    result=ok
+  else
+    result=FAILED
+    failed=1
+    grep -vE '^"|# Uses' "$logs/$t.log" | tail -60 >&2
+  fi
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$logs/$t.log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$logs/$t.log" | tail -1)
+  rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$logs/$t.log" | tail -1)
+  summary+=("$(printf '%-20s %-7s %10s runs %7s exec/s %6s MB' "$t" "$result" "${runs:-?}" "${rate:-?}" "${rss:-?}")")
+done
+
+echo
+echo "fuzzing summary (${SECONDS_PER_TARGET} s per target):"
+printf '  %s\n' "${summary[@]}"
+if [ "$failed" -ne 0 ]; then
+  echo "a fuzz target failed; its input is in fuzz/artifacts/<target>/ (reproduce with: cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run <target> <file>)" >&2
+  exit 1
+fi

@@ -1,0 +1,252 @@
+//! What the fuzz targets share: a server that exercises every part of the dispatcher (typed
+//! and structured tools, an Ask, a deny, handlers that elicit, sample and list roots,
+//! resources, a template with completion, prompts, small pages, a read seam), a paused-clock
+//! runtime, and checks every target applies to what the server wrote.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use mcp::auth::{Decision, policy};
+use mcp::prelude::*;
+use mcp::protocol::CreateMessageRequestParams;
+use mcp::registry::{ResourceRequest, complete_from};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// How many times the guarded `spend` tool ran (the elicitation target checks it).
+pub static SPENT: AtomicUsize = AtomicUsize::new(0);
+
+#[derive(Deserialize, JsonSchema)]
+struct Add {
+    a: i64,
+    b: i64,
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Echo {
+    text: String,
+    #[serde(default)]
+    times: Option<u8>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Nothing {}
+
+fn build() -> Server {
+    let template = ResourceTemplateDef::new(
+        "tmpl://{id}/{+rest}",
+        "tmpl",
+        |_ctx: Ctx, r: ResourceRequest| async move {
+            format!("{:?}", r.vars.get("id").map(String::len))
+        },
+    )
+    .expect("a valid template")
+    .complete("id", complete_from(["alpha", "beta", "gamma"]));
+    Server::builder("fuzz", "1")
+        .tool(ToolDef::from_fn(
+            "add",
+            "Adds.",
+            |_ctx: Ctx, x: Add| async move { x.a.checked_add(x.b).ok_or("overflow") },
+        ))
+        .tool(
+            ToolDef::from_fn(
+                "echo",
+                "Echoes.",
+                |_ctx: Ctx, e: Echo| async move { Json(e) },
+            )
+            .output_type::<Echo>(),
+        )
+        .tool(
+            ToolDef::from_fn(
+                "spend",
+                "Spends after asking.",
+                |_ctx: Ctx, _n: Nothing| async {
+                    SPENT.fetch_add(1, Ordering::SeqCst);
+                    "spent"
+                },
+            )
+            .destructive(),
+        )
+        .tool(ToolDef::from_fn(
+            "forbidden",
+            "Always denied.",
+            |_ctx: Ctx, _n: Nothing| async { "never" },
+        ))
+        .tool(ToolDef::from_fn(
+            "asker",
+            "Elicits, samples, lists roots and keeps state across rounds.",
+            |ctx: Ctx, _n: Nothing| async move {
+                ctx.progress(0.5, Some(1.0), Some("asking"));
+                ctx.info("asking");
+                let seen: Option<u32> = ctx.request_state();
+                ctx.set_request_state(&seen.unwrap_or(0).wrapping_add(1));
+                let name = ctx
+                    .elicit_schema(
+                        "Name?",
+                        json!({"type": "object", "properties": {"n": {"type": "string"}}}),
+                    )
+                    .await;
+                let sampled = ctx.sample(CreateMessageRequestParams::ask("hi", 5)).await;
+                let roots = ctx.roots().await;
+                format!("{} {} {}", name.is_ok(), sampled.is_ok(), roots.is_ok())
+            },
+        ))
+        .resource(ResourceDef::new(
+            "res://fixed",
+            "fixed",
+            |_ctx: Ctx, _r: ResourceRequest| async { "fixed" },
+        ))
+        .resource(ResourceDef::new(
+            "res://secret",
+            "secret",
+            |_ctx: Ctx, _r: ResourceRequest| async { "secret" },
+        ))
+        .template(template)
+        .prompt(
+            PromptDef::new(
+                "greet",
+                "Greets.",
+                |_ctx: Ctx, args: mcp::registry::PromptArgs| async move {
+                    format!("Hello, {}", args.get("name").unwrap_or("?"))
+                },
+            )
+            .argument("name", "Who.", true)
+            .complete("name", complete_from(["ann", "bob"])),
+        )
+        .authorizer(policy(|req| match req.name() {
+            "spend" => Decision::ask("Spend?"),
+            "forbidden" => Decision::deny("no"),
+            _ => Decision::Allow,
+        }))
+        .read_authorizer(policy(|req| {
+            if req.arguments().get("uri").and_then(Value::as_str) == Some("res://secret") {
+                Decision::deny("secret")
+            } else {
+                Decision::Allow
+            }
+        }))
+        .page_size(2)
+        .call_timeout(Duration::from_secs(5))
+        .max_message_size(64 * 1024)
+        .build()
+        .expect("the fuzz server builds")
+}
+
+/// The server every target uses, built once.
+pub fn server() -> &'static Server {
+    static SERVER: OnceLock<Server> = OnceLock::new();
+    SERVER.get_or_init(build)
+}
+
+/// A single-threaded runtime whose clock is paused: timers fire as soon as nothing else
+/// can run, so a timeout costs no wall time, and the virtual time elapsed tells whether
+/// something had to wait.
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("a runtime")
+    })
+}
+
+/// Every id a frame carries (of the message, or of each batch element), as JSON values.
+pub fn ids_in(frame: &[u8], into: &mut HashSet<String>) {
+    let Ok(value) = serde_json::from_slice::<Value>(frame) else {
+        return;
+    };
+    let items = match value {
+        Value::Array(items) => items,
+        other => vec![other],
+    };
+    for item in items {
+        if let Some(id) = item.get("id") {
+            into.insert(id.to_string());
+        }
+    }
+}
+
+/// Checks one message the server wrote: a JSON-RPC 2.0 object (or, for a batch reply, an
+/// array of them) whose response ids are ids the client sent (or null).
+pub fn check_output(text: &str, client_ids: &HashSet<String>) {
+    let value: Value = serde_json::from_str(text)
+        .unwrap_or_else(|e| panic!("the server wrote invalid JSON ({e}): {text:?}"));
+    let items = match value {
+        Value::Array(items) => {
+            assert!(!items.is_empty(), "an empty batch reply");
+            items
+        }
+        other => vec![other],
+    };
+    for item in items {
+        assert_eq!(item["jsonrpc"], "2.0", "not JSON-RPC 2.0: {item}");
+        let is_response = item.get("method").is_none();
+        if is_response {
+            // An error about a message whose id could not be read carries none (as the
+            // 2025-11-25 schema allows); every other response names a client's id.
+            let id = item.get("id");
+            assert!(
+                id.is_some() || item.get("error").is_some(),
+                "a result without id: {item}"
+            );
+            assert!(
+                id.is_none_or(|id| client_ids.contains(&id.to_string())),
+                "a response to an id the client never sent: {item}"
+            );
+            assert!(
+                item.get("result").is_some() != item.get("error").is_some(),
+                "a response needs exactly one of result and error: {item}"
+            );
+        }
+    }
+}
+
+/// Asserts the server kept nothing for connections that are gone.
+pub fn check_released(server: &Server) {
+    assert_eq!(
+        server.connection_count(),
+        0,
+        "connection state outlived its transport"
+    );
+}
+
+/// Output written by the server, collected in memory.
+#[derive(Clone, Default)]
+pub struct Collected(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Collected {
+    /// Everything written so far.
+    pub fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.0.lock().expect("not poisoned"))
+    }
+}
+
+impl tokio::io::AsyncWrite for Collected {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        self.0.lock().expect("not poisoned").extend_from_slice(buf);
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}

@@ -1,0 +1,101 @@
+//! Narrow entry points for the fuzz targets in `fuzz/` into code that is not public API.
+//! Not for applications: hidden from the docs, and free to change.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::elicit::state::{ApprovalState, Binding, StateSealer};
+use crate::protocol::Meta;
+
+/// The sealing of `requestState` (2026-07-28), with a fixed key.
+pub struct SealedStates {
+    sealer: StateSealer,
+}
+
+/// What a state that opened carried.
+#[derive(Debug)]
+pub struct OpenedState {
+    /// Answers collected in earlier rounds.
+    pub answers: Meta,
+    /// The handler's own state.
+    pub app_state: Option<Value>,
+    /// Whether the state records a human's approval of this exact call.
+    pub approved: bool,
+}
+
+impl Default for SealedStates {
+    fn default() -> Self {
+        SealedStates::new()
+    }
+}
+
+impl SealedStates {
+    /// A sealer with a fixed 32-byte key, states valid for a minute, 1024 used nonces kept.
+    pub fn new() -> Self {
+        SealedStates {
+            sealer: StateSealer::new(
+                b"fuzzing-key-fuzzing-key-fuzzing!".to_vec(),
+                Duration::from_secs(60),
+                1024,
+            ),
+        }
+    }
+
+    fn binding(target: &str, args_digest: &str, principal: Option<&str>) -> Binding {
+        Binding {
+            method: "tools/call".to_owned(),
+            target: target.to_owned(),
+            args_digest: args_digest.to_owned(),
+            principal: principal.map(str::to_owned),
+        }
+    }
+
+    /// Seals a state for a `tools/call` of `target` with these arguments and principal.
+    pub fn seal(
+        &self,
+        target: &str,
+        args_digest: &str,
+        principal: Option<&str>,
+        answers: Meta,
+        app_state: Option<Value>,
+        approved: bool,
+    ) -> String {
+        let approval = if approved {
+            ApprovalState::Approved
+        } else {
+            ApprovalState::Asked
+        };
+        self.sealer.seal(
+            &Self::binding(target, args_digest, principal),
+            answers,
+            app_state,
+            approval,
+        )
+    }
+
+    /// Opens `state` as presented with a `tools/call` of `target`; the error names why it
+    /// was refused.
+    pub fn open(
+        &self,
+        state: &str,
+        target: &str,
+        args_digest: &str,
+        principal: Option<&str>,
+    ) -> Result<OpenedState, &'static str> {
+        self.sealer
+            .open(state, &Self::binding(target, args_digest, principal))
+            .map(|o| OpenedState {
+                answers: o.answers,
+                app_state: o.app_state,
+                approved: o.approval == ApprovalState::Approved,
+            })
+            .map_err(|e| e.describe())
+    }
+}
+
+/// Whether an elicitation result approves running a tool, as the authorizer's Ask judges
+/// it (only `action: "accept"` with a literal `approve: true` does).
+pub fn approves(result: &Value) -> bool {
+    crate::elicit::judge(result) == crate::elicit::Approval::Approved
+}
