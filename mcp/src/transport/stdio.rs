@@ -2,13 +2,17 @@
 //!
 //! stdin and stdout are driven by the async runtime directly when they are pipes or sockets
 //! (Node.js hosts spawn servers with socket pairs, Python hosts with pipes), not by a
-//! blocking thread per read; each request runs on its own task; replies and notifications
-//! are queued and written in batches, one write per batch of ready messages. stdout carries
+//! blocking thread per read. Each request is polled once as soon as it is read: most finish
+//! there, and their replies are written together, one write per read; a request that has to
+//! wait continues on its own task. Replies and notifications are queued and written in
+//! batches, one write per batch of ready messages. stdout carries
 //! protocol messages only. On stdin EOF, parked elicitations close, running requests get a
 //! short grace period, and the transport returns.
 
 use std::io;
+use std::future::Future as _;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use memchr::memchr;
@@ -51,6 +55,7 @@ where
     let tasks = TaskTracker::new();
 
     let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut batch = String::new();
     let mut discarding = false;
     let read_result = loop {
         if buf.capacity() - buf.len() < READ_CHUNK / 4 {
@@ -64,7 +69,8 @@ where
         if n == 0 {
             if !discarding && !buf.is_empty() {
                 let line = std::mem::take(&mut buf);
-                handle_line(&conn, &out, &tasks, &line).await;
+                handle_line(&conn, &out, &tasks, &line, &mut batch).await;
+                flush_batch(&out, &mut batch).await;
             }
             break Ok(());
         }
@@ -74,10 +80,14 @@ where
             if discarding {
                 discarding = false;
             } else {
-                handle_line(&conn, &out, &tasks, &buf[start..end]).await;
+                handle_line(&conn, &out, &tasks, &buf[start..end], &mut batch).await;
+                if batch.len() >= WRITE_BATCH {
+                    flush_batch(&out, &mut batch).await;
+                }
             }
             start = end + 1;
         }
+        flush_batch(&out, &mut batch).await;
         buf.drain(..start);
         if buf.len() > max && !discarding {
             // An oversized message: answer once, then skip the rest of the line.
@@ -111,7 +121,13 @@ where
     read_result
 }
 
-async fn handle_line(conn: &Arc<Connection>, out: &Outbound, tasks: &TaskTracker, line: &[u8]) {
+async fn handle_line(
+    conn: &Arc<Connection>,
+    out: &Outbound,
+    tasks: &TaskTracker,
+    line: &[u8],
+    batch: &mut String,
+) {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
         return;
@@ -125,22 +141,32 @@ async fn handle_line(conn: &Arc<Connection>, out: &Outbound, tasks: &TaskTracker
                 _ => false,
             };
             if runs_user_code {
-                let conn = Arc::clone(conn);
-                let out = out.clone();
-                tasks.spawn(async move {
-                    if let Some(reply) = conn.handle(message).await {
-                        out.send(reply.into_frame()).await;
+                // Most requests finish without waiting for anything: poll once right here and
+                // batch the reply with the others from this read. Only a request that has to
+                // wait gets a task of its own (and is polled again there, with a real waker).
+                let owned = Arc::clone(conn);
+                let mut request = Box::pin(async move { owned.handle(message).await });
+                let mut cx = Context::from_waker(Waker::noop());
+                match request.as_mut().poll(&mut cx) {
+                    Poll::Ready(reply) => push_reply(batch, reply),
+                    Poll::Pending => {
+                        let out = out.clone();
+                        tasks.spawn(async move {
+                            if let Some(reply) = request.await {
+                                out.send(reply.into_frame()).await;
+                            }
+                        });
                     }
-                });
-            } else if let Some(reply) = conn.handle(message).await {
+                }
+            } else {
                 // The handshake, notifications and answers run no user code: handle them in
                 // order, inline.
-                out.send(reply.into_frame()).await;
+                let reply = conn.handle(message).await;
+                push_reply(batch, reply);
             }
         }
         Incoming::Single(Err(e)) => {
-            out.send(Reply::error(e.id(), &e.to_error()).into_frame())
-                .await;
+            push_reply(batch, Some(Reply::error(e.id(), &e.to_error())));
         }
         incoming @ Incoming::Batch(_) => {
             let conn = Arc::clone(conn);
@@ -151,6 +177,23 @@ async fn handle_line(conn: &Arc<Connection>, out: &Outbound, tasks: &TaskTracker
                 }
             });
         }
+    }
+}
+
+/// Appends a reply to the batch of replies from one read (one JSON line each).
+fn push_reply(batch: &mut String, reply: Option<Reply>) {
+    if let Some(reply) = reply {
+        if !batch.is_empty() {
+            batch.push('\n');
+        }
+        batch.push_str(reply.frame());
+    }
+}
+
+/// Queues the replies batched so far as one write.
+async fn flush_batch(out: &Outbound, batch: &mut String) {
+    if !batch.is_empty() {
+        out.send(std::mem::take(batch)).await;
     }
 }
 
