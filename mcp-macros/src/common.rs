@@ -78,6 +78,29 @@ impl Parse for Item {
     }
 }
 
+/// The `name = value` options of an attribute; a bare value is reported with `hint`.
+pub fn named_options(items: Vec<Item>, hint: &str, errors: &mut Errors) -> Vec<Opt> {
+    items
+        .into_iter()
+        .filter_map(|item| match item {
+            Item::Opt(o) => Some(o),
+            Item::Positional(e) => {
+                errors.at(e, hint);
+                None
+            }
+        })
+        .collect()
+}
+
+/// Where to point errors about what a function returns: its return type, or its name when
+/// it has none.
+pub fn output_span(func: &syn::ItemFn) -> proc_macro2::Span {
+    match &func.sig.output {
+        syn::ReturnType::Default => func.sig.ident.span(),
+        syn::ReturnType::Type(_, ty) => syn::spanned::Spanned::span(&**ty),
+    }
+}
+
 pub fn parse_items(tokens: TokenStream) -> syn::Result<Vec<Item>> {
     let parser = Punctuated::<Item, Token![,]>::parse_terminated;
     Ok(parser.parse2(tokens)?.into_iter().collect())

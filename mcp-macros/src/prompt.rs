@@ -3,11 +3,11 @@
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned as _;
-use syn::{ItemFn, LitStr, ReturnType};
+use syn::{ItemFn, LitStr};
 
 use crate::common::{
-    Errors, Item, Kind, ParamKind, check_signature, default_name, generic_inner, parse_items,
-    required_description, take_params, unknown_option,
+    Errors, Kind, ParamKind, check_signature, default_name, generic_inner, named_options,
+    output_span, parse_items, required_description, take_params, unknown_option,
 };
 
 const OPTIONS: &[&str] = &["name", "title", "description", "icons"];
@@ -19,17 +19,8 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
 
     let (mut name, mut title, mut description): (Option<LitStr>, _, _) = (None, None, None);
     let mut icons = Vec::new();
-    for item in items {
-        let opt = match item {
-            Item::Opt(o) => o,
-            Item::Positional(e) => {
-                errors.at(
-                    e,
-                    "unexpected value: #[prompt] takes options such as `name = \"...\"`",
-                );
-                continue;
-            }
-        };
+    let hint = "unexpected value: #[prompt] takes options such as `name = \"...\"`";
+    for opt in named_options(items, hint, &mut errors) {
         match opt.key().as_str() {
             "name" => name = opt.lit_str(&mut errors),
             "title" => title = opt.lit_str(&mut errors),
@@ -91,10 +82,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             }
         }
     }
-    let output_span = match &func.sig.output {
-        ReturnType::Default => func.sig.ident.span(),
-        ReturnType::Type(_, ty) => ty.span(),
-    };
+    let output_span = output_span(&func);
     let convert = quote_spanned! {output_span=>
         ::mcp::macros_support::into_prompt(#fn_name(#(#call_args),*).await)
     };

@@ -5,10 +5,10 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::ext::IdentExt as _;
 use syn::spanned::Spanned as _;
-use syn::{Expr, ExprLit, ItemFn, Lit, LitStr, ReturnType};
+use syn::{Expr, ExprLit, ItemFn, Lit, LitStr};
 
 use crate::common::{
-    Errors, Item, Kind, ParamKind, check_signature, default_name, parse_items,
+    Errors, Item, Kind, ParamKind, check_signature, default_name, output_span, parse_items,
     required_description, take_params, unknown_option,
 };
 
@@ -233,10 +233,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             }
         }
     }
-    let output_span = match &func.sig.output {
-        ReturnType::Default => func.sig.ident.span(),
-        ReturnType::Type(_, ty) => ty.span(),
-    };
+    let output_span = output_span(&func);
     let convert = quote_spanned! {output_span=>
         ::mcp::macros_support::into_resource(#fn_name(#(#call_args),*).await)
     };

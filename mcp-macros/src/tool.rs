@@ -6,8 +6,8 @@ use syn::spanned::Spanned as _;
 use syn::{ItemFn, LitStr, ReturnType, Type};
 
 use crate::common::{
-    Errors, Item, Kind, ParamKind, check_signature, default_name, generic_inner, parse_items,
-    required_description, take_params, unknown_option,
+    Errors, Kind, ParamKind, check_signature, default_name, generic_inner, named_options,
+    output_span, parse_items, required_description, take_params, unknown_option,
 };
 
 const OPTIONS: &[&str] = &[
@@ -61,17 +61,8 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let mut scopes = Vec::new();
     let mut timeout_ms = None;
     let mut meta = None;
-    for item in items {
-        let opt = match item {
-            Item::Opt(o) => o,
-            Item::Positional(e) => {
-                errors.at(
-                    e,
-                    "unexpected value: #[tool] takes options such as `name = \"...\"` or `read_only`",
-                );
-                continue;
-            }
-        };
+    let hint = "unexpected value: #[tool] takes options such as `name = \"...\"` or `read_only`";
+    for opt in named_options(items, hint, &mut errors) {
         match opt.key().as_str() {
             "name" => name = opt.lit_str(&mut errors),
             "title" => title = opt.lit_str(&mut errors),
@@ -188,10 +179,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         })
         .collect();
 
-    let output_span = match &func.sig.output {
-        ReturnType::Default => func.sig.ident.span(),
-        ReturnType::Type(_, ty) => ty.span(),
-    };
+    let output_span = output_span(&func);
     let convert = quote_spanned! {output_span=>
         ::mcp::macros_support::into_tool_result(#fn_name(#(#call_args),*).await)
     };

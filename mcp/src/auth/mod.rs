@@ -14,6 +14,7 @@
 //! off-contract authorizer denies, in both seams, and the server keeps serving.
 
 pub(crate) mod audit;
+pub mod bearer;
 mod builtins;
 pub mod deployment;
 

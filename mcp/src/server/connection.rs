@@ -357,16 +357,32 @@ impl ConnTable {
 
     /// The state for `id`, created (without a transport) if it does not exist.
     pub(crate) fn get_or_create(&self, id: &ConnId) -> Arc<ConnState> {
-        if let Some(c) = self.get(id) {
+        self.get_or_create_as(id, self.default_transport)
+    }
+
+    /// Like [`ConnTable::get_or_create`], for a connection declared to be on `transport`.
+    /// An existing state declared on another transport and without a live one is replaced,
+    /// so the transport a policy sees is always the one this caller declared.
+    pub(crate) fn get_or_create_as(&self, id: &ConnId, transport: Transport) -> Arc<ConnState> {
+        if let Some(c) = self.get(id)
+            && c.transport == transport
+        {
             return c;
         }
         let mut map = self.map.write();
-        if let Some(c) = map.get(id) {
-            return Arc::clone(c);
+        match map.get(id) {
+            Some(c) if c.transport == transport => return Arc::clone(c),
+            Some(c) if !c.has_subscriber() => {
+                let old = Arc::clone(c);
+                map.remove(id);
+                old.close();
+            }
+            Some(c) => return Arc::clone(c),
+            None => {}
         }
         let state = Arc::new(ConnState::new(
             id.clone(),
-            self.default_transport,
+            transport,
             self.seq.fetch_add(1, Ordering::Relaxed),
         ));
         self.insert_bounded(&mut map, Arc::clone(&state));
@@ -500,6 +516,22 @@ mod tests {
         // Every remaining entry without a transport goes before the live one.
         assert!(table.get(&ConnId::new("live-old")).is_some());
         assert_eq!(events.lock().len(), 2);
+    }
+
+    #[test]
+    fn detached_state_takes_the_declared_transport() {
+        let table = ConnTable::new(8, Transport::Unknown, None);
+        let id = ConnId::new("anon");
+        assert_eq!(table.get_or_create(&id).transport, Transport::Unknown);
+        assert_eq!(
+            table.get_or_create_as(&id, Transport::Http).transport,
+            Transport::Http
+        );
+        // A live transport is never replaced by a detached caller.
+        let (out, _rx) = Outbound::channel(4);
+        table.attach(&ConnId::new("live"), Transport::Sse, out);
+        let live = table.get_or_create_as(&ConnId::new("live"), Transport::Http);
+        assert_eq!(live.transport, Transport::Sse);
     }
 
     #[test]

@@ -179,6 +179,23 @@ impl Server {
         self.inner.shutdown.cancel();
     }
 
+    /// Handles a message for connection `id` that has no transport attached, declared to
+    /// arrive on `transport`, with the request's `extras` (its own sink, the principal of a
+    /// verified token, the era the transport decided). Network transports use it for
+    /// callers without a session: such a connection has no live transport, so the server
+    /// never sends it a request (elicitation, sampling, roots) whatever sink the request
+    /// brings, and the policies see the transport it really came from.
+    pub async fn handle_detached(
+        &self,
+        id: &ConnId,
+        transport: Transport,
+        message: Message,
+        extras: RequestExtras,
+    ) -> Option<Reply> {
+        let state = self.inner.conns.get_or_create_as(id, transport);
+        self.dispatch(&state, message, extras).await
+    }
+
     /// Sends a notification to every connection with a live transport. A
     /// `notifications/resources/updated` goes only to connections subscribed to its URI; one
     /// without a URI concerns no subscriber and is dropped.

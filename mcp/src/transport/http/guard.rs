@@ -1,0 +1,417 @@
+//! The checks every HTTP request passes before it reaches a transport: header size, `Host`
+//! and `Origin` (the DNS-rebinding defence), and the helpers for content negotiation and
+//! error responses with a JSON-RPC body.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use crate::protocol::jsonrpc::encode_error;
+use crate::protocol::{ErrorObject, codes};
+
+/// A response whose body is an id-less JSON-RPC error, as the transports answer every
+/// request they refuse before it reaches the server.
+pub(crate) fn rpc_error(
+    status: StatusCode,
+    code: i32,
+    message: impl Into<Cow<'static, str>>,
+) -> Response {
+    let body = encode_error(None, &ErrorObject::new(code, message));
+    json_response(status, body)
+}
+
+/// A JSON body with a status.
+pub(crate) fn json_response(status: StatusCode, body: String) -> Response {
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// 400 with -32600 and a message.
+pub(crate) fn bad_request(message: impl Into<Cow<'static, str>>) -> Response {
+    rpc_error(StatusCode::BAD_REQUEST, codes::INVALID_REQUEST, message)
+}
+
+/// One allowed `Host` entry: a lower-case name (an IPv6 literal keeps its brackets) and
+/// an optional port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct HostRule {
+    name: String,
+    port: Option<u16>,
+}
+
+/// One allowed `Origin` entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct OriginRule {
+    scheme: String,
+    host: HostRule,
+}
+
+/// Splits `name[:port]` or `[v6][:port]`. `None` for an unparseable port.
+fn split_host(s: &str) -> Option<HostRule> {
+    let s = s.trim();
+    if s.is_empty() {
+        return None;
+    }
+    let (name, port) = if let Some(rest) = s.strip_prefix('[') {
+        let end = rest.find(']')?;
+        let name = &s[..end + 2];
+        match &rest[end + 1..] {
+            "" => (name, None),
+            p => (name, Some(p.strip_prefix(':')?)),
+        }
+    } else {
+        match s.rsplit_once(':') {
+            // A bare IPv6 literal is not a valid Host; keep it whole so it never matches.
+            Some((n, _)) if n.contains(':') => (s, None),
+            Some((n, p)) => (n, Some(p)),
+            None => (s, None),
+        }
+    };
+    let port = match port {
+        Some(p) => Some(p.parse::<u16>().ok()?),
+        None => None,
+    };
+    Some(HostRule {
+        name: name.to_ascii_lowercase(),
+        port,
+    })
+}
+
+fn split_origin(s: &str) -> Option<OriginRule> {
+    let (scheme, rest) = s.trim().split_once("://")?;
+    let authority = rest.split('/').next()?;
+    if authority.contains('@') {
+        return None;
+    }
+    Some(OriginRule {
+        scheme: scheme.to_ascii_lowercase(),
+        host: split_host(authority)?,
+    })
+}
+
+fn default_port(scheme: &str) -> Option<u16> {
+    match scheme {
+        "http" | "ws" => Some(80),
+        "https" | "wss" => Some(443),
+        _ => None,
+    }
+}
+
+/// What the guard layer checks, compiled once from the configuration.
+#[derive(Clone, Debug)]
+pub(crate) struct Guard {
+    any_host: bool,
+    hosts: Vec<HostRule>,
+    any_origin: bool,
+    origins: Vec<OriginRule>,
+    max_header_bytes: usize,
+}
+
+impl Guard {
+    pub(crate) fn new(
+        hosts: &[String],
+        origins: &[String],
+        max_header_bytes: usize,
+    ) -> Result<Self, String> {
+        let mut guard = Guard {
+            any_host: false,
+            hosts: Vec::new(),
+            any_origin: false,
+            origins: Vec::new(),
+            max_header_bytes,
+        };
+        for h in hosts {
+            if h.trim() == "*" {
+                guard.any_host = true;
+            } else {
+                guard.hosts.push(
+                    split_host(h)
+                        .ok_or_else(|| format!("allowed host {h:?} is not name[:port]"))?,
+                );
+            }
+        }
+        for o in origins {
+            if o.trim() == "*" {
+                guard.any_origin = true;
+            } else {
+                guard.origins.push(
+                    split_origin(o).ok_or_else(|| {
+                        format!("allowed origin {o:?} is not scheme://host[:port]")
+                    })?,
+                );
+            }
+        }
+        Ok(guard)
+    }
+
+    pub(crate) fn host_allowed(&self, host: &str) -> bool {
+        if self.any_host {
+            return true;
+        }
+        let Some(h) = split_host(host) else {
+            return false;
+        };
+        self.hosts
+            .iter()
+            .any(|r| r.name == h.name && (r.port.is_none() || r.port == h.port))
+    }
+
+    pub(crate) fn origin_allowed(&self, origin: &str) -> bool {
+        if self.any_origin {
+            return true;
+        }
+        let Some(o) = split_origin(origin) else {
+            return false;
+        };
+        let port = o.host.port.or_else(|| default_port(&o.scheme));
+        self.origins.iter().any(|r| {
+            r.scheme == o.scheme
+                && r.host.name == o.host.name
+                && (r.host.port.is_none() || r.host.port == port)
+        })
+    }
+
+    /// Checks one request; `Err` is the response that refuses it.
+    #[allow(clippy::result_large_err)]
+    pub(crate) fn check(&self, req: &Request) -> Result<(), Response> {
+        let header_bytes: usize = req
+            .headers()
+            .iter()
+            .map(|(name, value)| name.as_str().len() + value.len() + 4)
+            .sum();
+        if header_bytes > self.max_header_bytes {
+            return Err(rpc_error(
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                codes::INVALID_REQUEST,
+                format!(
+                    "Request headers too large: {header_bytes} bytes; the limit is {} bytes",
+                    self.max_header_bytes
+                ),
+            ));
+        }
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .or_else(|| req.uri().authority().map(|a| a.as_str().to_owned()));
+        match host {
+            Some(h) if self.host_allowed(&h) => {}
+            Some(h) => {
+                return Err(forbidden(format!(
+                    "Forbidden: the Host {h:?} is not allowed (DNS rebinding protection); \
+                     the server operator can allow it in HttpConfig::allow_host"
+                )));
+            }
+            None => return Err(forbidden("Forbidden: the request has no Host header")),
+        }
+        if let Some(origin) = req.headers().get(header::ORIGIN) {
+            let origin = origin.to_str().unwrap_or("");
+            if !self.origin_allowed(origin) {
+                return Err(forbidden(format!(
+                    "Forbidden: the Origin {origin:?} is not allowed (DNS rebinding protection); \
+                     the server operator can allow it in HttpConfig::allow_origin"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn forbidden(message: impl Into<Cow<'static, str>>) -> Response {
+    rpc_error(StatusCode::FORBIDDEN, codes::INVALID_REQUEST, message)
+}
+
+/// The guard as axum middleware.
+pub(crate) async fn guard_layer(
+    State(guard): State<Arc<Guard>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    match guard.check(&req) {
+        Ok(()) => next.run(req).await,
+        Err(refusal) => refusal,
+    }
+}
+
+/// Whether the `Accept` headers accept `mime` (`type/subtype`), directly or by a wildcard,
+/// with a non-zero quality.
+pub(crate) fn accepts(headers: &HeaderMap, mime: &str) -> bool {
+    let (kind, _) = mime.split_once('/').unwrap_or((mime, ""));
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|range| {
+            let mut parts = range.split(';');
+            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let zero_quality = parts.any(|p| {
+                p.trim()
+                    .strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            !zero_quality && (media == mime || media == "*/*" || media == format!("{kind}/*"))
+        })
+}
+
+/// Whether the request body is declared as JSON (`application/json`, any parameters).
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// 415 for a body that is not declared as JSON.
+pub(crate) fn unsupported_media_type(headers: &HeaderMap) -> Response {
+    let got = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("(none)");
+    rpc_error(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        codes::INVALID_REQUEST,
+        format!(
+            "Unsupported Media Type: the body must be Content-Type: application/json, not {got}"
+        ),
+    )
+}
+
+/// Reads a body up to `limit` bytes; 413 beyond it (the rest is never read).
+pub(crate) async fn read_body(body: Body, limit: usize) -> Result<axum::body::Bytes, Response> {
+    use futures::StreamExt as _;
+    let mut stream = body.into_data_stream();
+    let mut buf: Vec<u8> = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk
+            .map_err(|e| bad_request(format!("Bad Request: the body could not be read ({e})")))?;
+        if buf.len() + chunk.len() > limit {
+            return Err(payload_too_large(limit));
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(axum::body::Bytes::from(buf))
+}
+
+/// Whether the request's `Content-Length` already exceeds `limit`.
+pub(crate) fn declared_too_large(headers: &HeaderMap, limit: usize) -> bool {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .is_some_and(|n| n > limit as u64)
+}
+
+/// 413 for a declared length beyond the limit.
+pub(crate) fn payload_too_large(limit: usize) -> Response {
+    rpc_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        codes::INVALID_REQUEST,
+        format!("Payload Too Large: the request body exceeds the {limit}-byte limit"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard() -> Guard {
+        let c = super::super::HttpConfig::default();
+        Guard::new(&c.allowed_hosts, &c.allowed_origins, 1024).unwrap()
+    }
+
+    #[test]
+    fn loopback_hosts_pass_on_any_port_and_others_do_not() {
+        let g = guard();
+        for h in [
+            "localhost",
+            "localhost:3000",
+            "127.0.0.1:8080",
+            "[::1]:9",
+            "[::1]",
+            "LOCALHOST:1",
+        ] {
+            assert!(g.host_allowed(h), "{h}");
+        }
+        for h in [
+            "evil.example.com",
+            "evil.example.com:3000",
+            "localhost.evil.com",
+            "127.0.0.2",
+            "::1",
+            "localhost:99999",
+            "",
+        ] {
+            assert!(!g.host_allowed(h), "{h}");
+        }
+    }
+
+    #[test]
+    fn origins_match_scheme_host_and_port() {
+        let g = guard();
+        for o in [
+            "http://localhost:3000",
+            "https://127.0.0.1",
+            "http://[::1]:8080",
+        ] {
+            assert!(g.origin_allowed(o), "{o}");
+        }
+        for o in [
+            "http://evil.example.com",
+            "null",
+            "file://localhost",
+            "http://user@localhost",
+            "",
+        ] {
+            assert!(!g.origin_allowed(o), "{o}");
+        }
+        let g = Guard::new(
+            &["x".into()],
+            &["https://app.example.com:8443".into()],
+            1024,
+        )
+        .unwrap();
+        assert!(g.origin_allowed("https://app.example.com:8443"));
+        assert!(!g.origin_allowed("https://app.example.com"));
+        let g = Guard::new(&["x".into()], &["https://app.example.com:443".into()], 1024).unwrap();
+        assert!(g.origin_allowed("https://app.example.com"));
+    }
+
+    #[test]
+    fn accept_negotiation_understands_wildcards_and_quality() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        assert!(accepts(&h, "application/json") && accepts(&h, "text/event-stream"));
+        h.insert(header::ACCEPT, HeaderValue::from_static("*/*"));
+        assert!(accepts(&h, "text/event-stream"));
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/*;q=0, application/json"),
+        );
+        assert!(!accepts(&h, "text/event-stream"));
+        h.remove(header::ACCEPT);
+        assert!(!accepts(&h, "application/json"));
+    }
+
+    #[test]
+    fn bad_rules_are_configuration_errors() {
+        assert!(Guard::new(&["host:notaport".into()], &[], 1).is_err());
+        assert!(Guard::new(&["ok".into()], &["no-scheme".into()], 1).is_err());
+    }
+}

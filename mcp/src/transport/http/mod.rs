@@ -1,0 +1,487 @@
+//! Serving a [`Server`] over HTTP: the Streamable HTTP transport (protocol 2025-03-26 to
+//! 2025-11-25, one endpoint, default `/mcp`), optionally the legacy HTTP+SSE transport
+//! (2024-11-05) beside it, and the safety rules both share.
+//!
+//! [`router`] returns an [`axum::Router`] to mount in an application of your own (with your
+//! own tower layers); [`serve`] binds an address (127.0.0.1 unless told otherwise), sets
+//! `TCP_NODELAY` on every accepted socket and serves until Ctrl-C or SIGTERM, then shuts
+//! down gracefully.
+//!
+//! ```no_run
+//! use mcp::prelude::*;
+//! use mcp::transport::http::{self, HttpConfig};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = Server::builder("files", "1.0.0")
+//!     .authorizer(mcp::auth::ask_before_sensitive())
+//!     .read_authorizer(mcp::auth::allow_all())
+//!     .build()?;
+//! http::serve(server, HttpConfig::new(), http::DEFAULT_ADDR).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # What every request goes through
+//!
+//! - **Host and Origin** are checked against allow-lists (the loopback names on any port by
+//!   default) before anything else: a foreign one gets 403 with a JSON-RPC error body. This
+//!   defeats DNS rebinding, where a web page makes the browser talk to a local server.
+//!   `GET /health` is exempt: it reveals nothing but liveness.
+//! - **Header and body sizes** are bounded (431 and 413, with a JSON-RPC error saying the
+//!   limit). Bodies must be `Content-Type: application/json` (415); POSTs must accept both
+//!   `application/json` and `text/event-stream`, GETs `text/event-stream` (406).
+//! - **Bearer tokens**, when [`BearerAuth`] is configured: 401 with
+//!   `WWW-Authenticate: Bearer resource_metadata="..."` without a valid token, 403
+//!   `insufficient_scope` without the required scopes; the verified principal (never the
+//!   client's own claims) reaches the authorizers and `Ctx`.
+//!
+//! # The boot guard
+//!
+//! A network transport has no process boundary to lean on. [`router`] and [`serve`] refuse
+//! to start when [`Deployment::require_authorization`] holds (production, unless
+//! `MCP_ENV` says development or test) and the server lacks a configured tool authorizer
+//! or a read authorizer; the error says what is missing and how to fix it.
+//! [`HttpConfig::allow_unauthorized_for_local_development`] overrides it, loudly.
+//!
+//! # Streamable HTTP sessions
+//!
+//! `initialize` creates a session: its `Mcp-Session-Id` (from the OS CSPRNG) is its own
+//! connection, so whatever it is asked (elicitation) belongs to it alone and cannot be
+//! answered from another session. A request answers `application/json` when nothing comes
+//! before its response, and becomes an SSE stream (priming event, progress, logs, questions
+//! for that request, then the response) when something does. Streams are resumable with
+//! `Last-Event-ID` from a bounded per-session store. `GET` opens the session's stream for
+//! unsolicited messages (one per session; a second gets 409), `DELETE` ends the session.
+//! Idle sessions expire; their number is capped (503 when full). Disconnecting from a
+//! stream does not cancel its request (`notifications/cancelled` does).
+//!
+//! Requests without `Mcp-Session-Id` (other than `initialize`) get 400 unless
+//! [`HttpConfig::allow_sessionless_requests`] is on; then they run on one shared anonymous
+//! connection that is never sent a request (no elicitation) and gets no progress or logs.
+//!
+//! No CORS headers are added: a browser-based client on another origin needs a CORS layer
+//! of your own (for example tower-http's `CorsLayer`) that allows the MCP headers and
+//! exposes `Mcp-Session-Id`, and that origin in [`HttpConfig::allow_origin`].
+//!
+//! # Scope challenges on `tools/call`
+//!
+//! A tool may require scopes (`ToolDef::scopes`). With [`BearerAuth`] configured, calling
+//! such a tool with a token that lacks them is answered with HTTP 403 and an
+//! `insufficient_scope` challenge naming the endpoint's required scopes plus the tool's, so
+//! the client can ask for a token with more scopes (step-up authorization). Without bearer
+//! auth there is no token to step up, and the core's tool seam answers with an `isError`
+//! result naming the missing scopes (a network caller without a token holds none).
+
+mod config;
+mod guard;
+mod oauth;
+pub(crate) mod sse_body;
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+/// The axum version the routers are built with, so an application can name
+/// [`axum::Router`] and add layers without a version mismatch.
+pub use axum;
+pub use config::{DEFAULT_ALLOWED_HOSTS, HttpConfig};
+pub use oauth::{BearerAuth, METADATA_PATH};
+
+pub(crate) use guard::{
+    accepts, bad_request, declared_too_large, is_json, json_response, payload_too_large, read_body,
+    rpc_error, unsupported_media_type,
+};
+
+use crate::auth::deployment::{BootRefused, Deployment};
+use crate::server::Server;
+
+/// The address [`serve`] callers use when none is given: loopback only, port 8080 (the
+/// same default as the binary's `--bind`).
+pub const DEFAULT_ADDR: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 8080));
+
+/// Why an HTTP transport did not start or stopped.
+#[derive(Debug)]
+pub enum HttpError {
+    /// The boot guard refused: authorization is required and not configured.
+    Refused(BootRefused),
+    /// The configuration cannot work.
+    Config(String),
+    /// Binding or serving failed.
+    Io(io::Error),
+}
+
+impl fmt::Display for HttpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HttpError::Refused(r) => write!(f, "{r}"),
+            HttpError::Config(why) => write!(f, "invalid HTTP transport configuration: {why}"),
+            HttpError::Io(e) => write!(f, "HTTP transport I/O error: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for HttpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            HttpError::Refused(r) => Some(r),
+            HttpError::Io(e) => Some(e),
+            HttpError::Config(_) => None,
+        }
+    }
+}
+
+impl From<io::Error> for HttpError {
+    fn from(e: io::Error) -> Self {
+        HttpError::Io(e)
+    }
+}
+
+/// Which transports a router serves.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Transports {
+    pub(crate) streamable: bool,
+    pub(crate) legacy_sse: bool,
+}
+
+impl Transports {
+    fn context(self) -> &'static str {
+        match (self.streamable, self.legacy_sse) {
+            (true, true) => "MCP HTTP transports (Streamable HTTP and HTTP+SSE)",
+            (true, false) => "MCP Streamable HTTP transport",
+            _ => "MCP HTTP+SSE transport",
+        }
+    }
+}
+
+/// What every handler of one router shares.
+pub(crate) struct App {
+    pub(crate) server: Server,
+    pub(crate) config: HttpConfig,
+    pub(crate) max_body: usize,
+    pub(crate) bearer: Option<Arc<BearerAuth>>,
+    pub(crate) sessions: Arc<super::streamable_http::SessionTable>,
+    pub(crate) sse_sessions: Arc<super::sse::SseTable>,
+}
+
+/// The router serving Streamable HTTP at the configured endpoint (and the legacy HTTP+SSE
+/// routes when [`HttpConfig::legacy_sse`] is on), `GET /health`, and Protected Resource
+/// Metadata when bearer auth is configured. Mount it in your own application, with your
+/// own layers, at the root of the host.
+///
+/// Refuses (see the [module docs](self)) when the boot guard fails or the configuration
+/// cannot work.
+pub fn router(server: Server, config: HttpConfig) -> Result<Router, HttpError> {
+    let legacy_sse = config.legacy_sse;
+    build(
+        server,
+        config,
+        Transports {
+            streamable: true,
+            legacy_sse,
+        },
+    )
+}
+
+/// Binds `addr` and serves [`router`] until Ctrl-C or SIGTERM, then shuts down
+/// gracefully: open SSE streams end, running requests get
+/// [`HttpConfig::shutdown_grace`] to finish.
+pub async fn serve(server: Server, config: HttpConfig, addr: SocketAddr) -> Result<(), HttpError> {
+    let app = router(server, config.clone()).inspect_err(log_refusal)?;
+    run_bound(app, config, addr).await
+}
+
+/// Binds `addr` (for [`HttpServer::local_addr`], e.g. with port 0) without serving yet.
+pub async fn bind(
+    server: Server,
+    config: HttpConfig,
+    addr: SocketAddr,
+) -> Result<HttpServer, HttpError> {
+    let app = router(server, config.clone()).inspect_err(log_refusal)?;
+    HttpServer::bind(app, config, addr).await
+}
+
+pub(crate) fn log_refusal(e: &HttpError) {
+    tracing::error!(target: "mcp::http", "{e}");
+}
+
+pub(crate) async fn run_bound(
+    app: Router,
+    config: HttpConfig,
+    addr: SocketAddr,
+) -> Result<(), HttpError> {
+    HttpServer::bind(app, config, addr).await?.run().await
+}
+
+/// Builds a router for `transports`.
+pub(crate) fn build(
+    server: Server,
+    config: HttpConfig,
+    transports: Transports,
+) -> Result<Router, HttpError> {
+    config.validate().map_err(HttpError::Config)?;
+    if let Some(b) = &config.bearer {
+        b.validate().map_err(HttpError::Config)?;
+    }
+    let guard = guard::Guard::new(
+        &config.allowed_hosts,
+        &config.allowed_origins,
+        config.max_header_bytes,
+    )
+    .map_err(HttpError::Config)?;
+    boot_guard(&server, &config, transports.context())?;
+    if config.max_sessions >= server.config().max_connections {
+        tracing::warn!(target: "mcp::http", max_sessions = config.max_sessions, max_connections = server.config().max_connections,
+            "max_sessions is not below the server's max_connections: the server may evict live sessions' state");
+    }
+
+    let max_body = config
+        .max_body_bytes
+        .unwrap_or(server.config().max_message_size);
+    let bearer = config.bearer.clone().map(Arc::new);
+    let app = Arc::new(App {
+        sessions: super::streamable_http::SessionTable::new(&config),
+        sse_sessions: super::sse::SseTable::new(&config),
+        server,
+        max_body,
+        bearer: bearer.clone(),
+        config,
+    });
+
+    let mut mcp = Router::new();
+    if transports.streamable {
+        mcp = mcp.merge(super::streamable_http::routes(&app));
+    }
+    if transports.legacy_sse {
+        mcp = mcp.merge(super::sse::routes(&app));
+    }
+    if let Some(auth) = &bearer {
+        mcp = mcp.route_layer(axum::middleware::from_fn_with_state(
+            Arc::clone(auth),
+            oauth::bearer_layer,
+        ));
+        let mut metadata = Router::new();
+        for path in auth.metadata_paths() {
+            metadata = metadata.route(&path, get(oauth::metadata_handler));
+        }
+        mcp = mcp.merge(metadata.with_state(Arc::clone(auth)));
+    }
+    let guarded = mcp.layer(axum::middleware::from_fn_with_state(
+        Arc::new(guard),
+        guard::guard_layer,
+    ));
+    Ok(Router::new()
+        .route("/health", get(health))
+        .merge(guarded)
+        .fallback(not_found))
+}
+
+/// The boot guard: authorization must be configured where it is required, unless the
+/// operator opted out for local development.
+fn boot_guard(server: &Server, config: &HttpConfig, context: &str) -> Result<(), HttpError> {
+    let deployment = config
+        .deployment
+        .clone()
+        .unwrap_or_else(Deployment::from_env);
+    let tool = deployment.enforce_authorization(server.authorization_configured(), context);
+    let read =
+        deployment.enforce_read_authorization(server.read_authorization_configured(), context);
+    if config.unauthorized_local_dev {
+        tracing::warn!(target: "mcp::http",
+            "{context}: allow_unauthorized_for_local_development is ON. Never use it in production.");
+    }
+    let problems: Vec<String> = [tool, read]
+        .into_iter()
+        .filter_map(Result::err)
+        .map(|r| r.message().to_owned())
+        .collect();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    if config.unauthorized_local_dev {
+        for p in &problems {
+            tracing::warn!(target: "mcp::http", "BOOT GUARD BYPASSED FOR LOCAL DEVELOPMENT: {p}");
+        }
+        return Ok(());
+    }
+    let mut message = problems.join("\n");
+    message.push_str(
+        "\nFor local development only, HttpConfig::allow_unauthorized_for_local_development(true) \
+         skips this check (it is logged at WARN on every boot).",
+    );
+    Err(HttpError::Refused(BootRefused::new(message)))
+}
+
+async fn health() -> Response {
+    json_response(StatusCode::OK, r#"{"status":"ok"}"#.to_owned())
+}
+
+async fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, "Not found").into_response()
+}
+
+/// A TCP listener that sets `TCP_NODELAY` on every accepted socket. Without it, a small
+/// SSE write that follows another can wait for the peer's delayed ACK (about 40 ms).
+#[derive(Debug)]
+pub struct NoDelayListener {
+    inner: TcpListener,
+}
+
+impl NoDelayListener {
+    /// Binds `addr`.
+    pub async fn bind(addr: SocketAddr) -> io::Result<Self> {
+        Ok(NoDelayListener {
+            inner: TcpListener::bind(addr).await?,
+        })
+    }
+
+    /// Wraps a bound listener.
+    pub fn from_listener(inner: TcpListener) -> Self {
+        NoDelayListener { inner }
+    }
+}
+
+impl axum::serve::Listener for NoDelayListener {
+    type Io = TcpStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            match self.inner.accept().await {
+                Ok((stream, addr)) => {
+                    if let Err(e) = stream.set_nodelay(true) {
+                        tracing::debug!(target: "mcp::http", error = %e, "could not set TCP_NODELAY");
+                    }
+                    return (stream, addr);
+                }
+                Err(e) => {
+                    // Out of descriptors or similar: back off instead of spinning.
+                    tracing::warn!(target: "mcp::http", error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+/// A bound HTTP server, ready to run.
+#[derive(Debug)]
+pub struct HttpServer {
+    listener: NoDelayListener,
+    app: Router,
+    shutdown: CancellationToken,
+    grace: std::time::Duration,
+}
+
+impl HttpServer {
+    /// Binds `addr` for `app` (a router from [`router`] or [`sse::router`](super::sse::router),
+    /// possibly merged into yours); `config` supplies the shutdown token and grace period.
+    pub async fn bind(
+        app: Router,
+        config: HttpConfig,
+        addr: SocketAddr,
+    ) -> Result<Self, HttpError> {
+        let listener = NoDelayListener::bind(addr).await?;
+        if !addr.ip().is_loopback() {
+            if config
+                .allowed_hosts
+                .iter()
+                .all(|h| DEFAULT_ALLOWED_HOSTS.contains(&h.as_str()))
+            {
+                tracing::warn!(target: "mcp::http", %addr,
+                    "listening beyond loopback, but only loopback Host names are allowed: remote clients get 403 until HttpConfig::allow_host names this server");
+            }
+            if config.bearer.is_none() {
+                tracing::warn!(target: "mcp::http", %addr, "listening beyond loopback without bearer authentication");
+            }
+        }
+        tracing::info!(target: "mcp::http", addr = %listener.inner.local_addr()?, "MCP HTTP transport listening");
+        Ok(HttpServer {
+            listener,
+            app,
+            shutdown: config.shutdown,
+            grace: config.shutdown_grace,
+        })
+    }
+
+    /// The bound address (with the real port when bound to port 0).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.inner.local_addr()
+    }
+
+    /// The token that stops the server when cancelled.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
+    /// Serves until Ctrl-C, SIGTERM or the shutdown token.
+    pub async fn run(self) -> Result<(), HttpError> {
+        self.run_until(termination()).await
+    }
+
+    /// Serves until `signal` completes or the shutdown token is cancelled.
+    pub async fn run_until(
+        self,
+        signal: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), HttpError> {
+        let token = self.shutdown.clone();
+        let trigger = token.clone();
+        let grace = self.grace;
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = signal => trigger.cancel(),
+                _ = trigger.cancelled() => {}
+            }
+        });
+        let stopped = token.clone();
+        let serving = axum::serve(self.listener, self.app.into_make_service())
+            .with_graceful_shutdown(async move { stopped.cancelled().await });
+        let forced = async move {
+            token.cancelled().await;
+            tokio::time::sleep(grace).await;
+        };
+        tokio::select! {
+            result = serving => result.map_err(HttpError::Io),
+            _ = forced => {
+                tracing::warn!(target: "mcp::http", "requests still running after the shutdown grace period; abandoning them");
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+async fn termination() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+    tracing::info!(target: "mcp::http", "shutting down");
+}

@@ -1,0 +1,715 @@
+//! The Streamable HTTP transport, handshake era (protocol 2025-03-26 to 2025-11-25): POST,
+//! GET and DELETE on one endpoint. See [`crate::transport::http`] for the public API and the
+//! rules it follows.
+//!
+//! # Which path a POST takes
+//!
+//! [`classify`] picks, per request: the session path when it carries `Mcp-Session-Id`; a
+//! new session for `initialize`; otherwise the sessionless path (400 unless sessionless
+//! requests are allowed). The stateless 2026-07-28 era slots in as one more branch there:
+//! a request without a session that is not a handshake `initialize` and carries a modern
+//! marker (`_meta` protocolVersion, or an `MCP-Protocol-Version` that is not a handshake
+//! revision) goes to the stateless path.
+
+mod session;
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::Response;
+use axum::routing::post;
+use serde::Deserialize;
+use tokio::sync::{mpsc, oneshot};
+
+pub(crate) use session::SessionTable;
+use session::{EventId, LIVE_CAPACITY, Resume, STANDALONE, Session};
+
+use crate::auth::Principal;
+use crate::protocol::jsonrpc::{DecodeError, Incoming, decode};
+use crate::protocol::{Era, ErrorObject, Message, ProtocolVersion, Request, codes, methods};
+use crate::server::{ConnId, Outbound, Reply, RequestExtras, Transport};
+use crate::transport::http::sse_body::{Stops, sse_response};
+use crate::transport::http::{
+    App, accepts, bad_request, declared_too_large, is_json, json_response, payload_too_large,
+    read_body, rpc_error, unsupported_media_type,
+};
+
+/// `Mcp-Session-Id`.
+pub(crate) const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+/// `MCP-Protocol-Version`.
+pub(crate) const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// `Last-Event-ID`.
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+
+/// The one connection every sessionless request shares. It never has a transport attached,
+/// so it can never be asked anything.
+const ANONYMOUS: &str = "http-anonymous";
+
+/// The routes of the endpoint.
+pub(crate) fn routes(app: &Arc<App>) -> Router {
+    Router::new()
+        .route(
+            &app.config.endpoint,
+            post(post_handler).get(get_handler).delete(delete_handler),
+        )
+        .with_state(Arc::clone(app))
+}
+
+/// The path a POST takes.
+#[derive(Debug, PartialEq, Eq)]
+enum Route {
+    /// An existing session.
+    Session(String),
+    /// `initialize` without a session: a new session.
+    Initialize,
+    /// No session and not `initialize`.
+    Sessionless,
+}
+
+fn classify(session: Option<String>, initialize: bool) -> Route {
+    match session {
+        Some(id) => Route::Session(id),
+        None if initialize => Route::Initialize,
+        None => Route::Sessionless,
+    }
+}
+
+type MaybePrincipal = Option<Extension<Arc<Principal>>>;
+
+fn principal_of(p: MaybePrincipal) -> Option<Arc<Principal>> {
+    p.map(|Extension(p)| p)
+}
+
+/// The `MCP-Protocol-Version` header: absent, or a handshake revision (400 otherwise).
+#[allow(clippy::result_large_err)]
+fn version_header(headers: &HeaderMap) -> Result<Option<ProtocolVersion>, Response> {
+    let Some(value) = headers.get(&VERSION_HEADER) else {
+        return Ok(None);
+    };
+    let supported = || {
+        ProtocolVersion::HANDSHAKE
+            .iter()
+            .map(|v| v.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let text = value.to_str().unwrap_or("").trim();
+    match text.parse::<ProtocolVersion>() {
+        Ok(v) if ProtocolVersion::HANDSHAKE.contains(&v) => Ok(Some(v)),
+        _ => Err(bad_request(format!(
+            "Bad Request: unsupported MCP-Protocol-Version {text:?}; this endpoint's sessions speak {}",
+            supported()
+        ))),
+    }
+}
+
+/// The `Mcp-Session-Id` header, if present; 400 for one that cannot be a session id.
+#[allow(clippy::result_large_err)]
+fn session_header(headers: &HeaderMap) -> Result<Option<String>, Response> {
+    let Some(value) = headers.get(&SESSION_HEADER) else {
+        return Ok(None);
+    };
+    match value.to_str() {
+        Ok(s) if !s.is_empty() && s.bytes().all(|b| (0x21..=0x7e).contains(&b)) => {
+            Ok(Some(s.to_owned()))
+        }
+        _ => Err(bad_request(
+            "Bad Request: Mcp-Session-Id must be visible ASCII (0x21-0x7E)",
+        )),
+    }
+}
+
+fn session_not_found() -> Response {
+    rpc_error(
+        StatusCode::NOT_FOUND,
+        codes::INVALID_REQUEST,
+        "Session not found: it expired, was deleted or never existed; send initialize without Mcp-Session-Id to start a new one",
+    )
+}
+
+fn session_required() -> Response {
+    bad_request(
+        "Bad Request: Mcp-Session-Id header is required; send initialize first to start a session",
+    )
+}
+
+/// The live session named by the request, owned by its principal; 404 otherwise.
+#[allow(clippy::result_large_err)]
+fn lookup(app: &App, id: &str, principal: Option<&Principal>) -> Result<Arc<Session>, Response> {
+    match app.sessions.get(id) {
+        // A session is bound to the principal that created it: anyone else is told it does
+        // not exist, as for an id never issued.
+        Some(s) if s.owned_by(principal) => {
+            s.touch();
+            Ok(s)
+        }
+        _ => Err(session_not_found()),
+    }
+}
+
+fn with_session(mut response: Response, session: &Session) -> Response {
+    if let Ok(v) = HeaderValue::from_str(&session.id) {
+        response.headers_mut().insert(SESSION_HEADER, v);
+    }
+    response
+}
+
+fn accepted() -> Response {
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = StatusCode::ACCEPTED;
+    r
+}
+
+fn decode_error(e: &DecodeError) -> Response {
+    json_response(
+        StatusCode::BAD_REQUEST,
+        Reply::error(e.id(), &e.to_error()).into_frame(),
+    )
+}
+
+async fn post_handler(
+    State(app): State<Arc<App>>,
+    principal: MaybePrincipal,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if !is_json(&headers) {
+        return unsupported_media_type(&headers);
+    }
+    if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            codes::INVALID_REQUEST,
+            "Not Acceptable: the client must accept both application/json and text/event-stream",
+        );
+    }
+    if declared_too_large(&headers, app.max_body) {
+        return payload_too_large(app.max_body);
+    }
+    let bytes = match read_body(body, app.max_body).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let principal = principal_of(principal);
+    let session_id = match session_header(&headers) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    if let Err(r) = version_header(&headers) {
+        return r;
+    }
+    let incoming = decode(&bytes);
+    let initialize = matches!(&incoming, Incoming::Single(Ok(Message::Request(r))) if r.method == methods::INITIALIZE);
+    match classify(session_id, initialize) {
+        Route::Session(id) => {
+            let session = match lookup(&app, &id, principal.as_deref()) {
+                Ok(s) => s,
+                Err(r) => return r,
+            };
+            if initialize {
+                return with_session(
+                    bad_request(
+                        "Bad Request: this session is already initialized; send initialize without Mcp-Session-Id to start a new one",
+                    ),
+                    &session,
+                );
+            }
+            let response = on_session(&app, &session, incoming, principal).await;
+            with_session(response, &session)
+        }
+        Route::Initialize => {
+            let Incoming::Single(Ok(message)) = incoming else {
+                return session_required();
+            };
+            start_session(&app, message, principal).await
+        }
+        Route::Sessionless if app.config.sessionless => {
+            sessionless(&app, incoming, principal).await
+        }
+        Route::Sessionless => match incoming {
+            Incoming::Single(Err(e)) => decode_error(&e),
+            _ => session_required(),
+        },
+    }
+}
+
+/// `initialize` without a session: creates one, answers with its id.
+async fn start_session(
+    app: &Arc<App>,
+    message: Message,
+    principal: Option<Arc<Principal>>,
+) -> Response {
+    let session = match app.sessions.create(&app.server, principal.as_deref()) {
+        Ok(s) => s,
+        Err(session::Full(max)) => {
+            tracing::warn!(target: "mcp::http", max, "session limit reached; refusing initialize");
+            let mut r = rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                codes::INTERNAL_ERROR,
+                format!(
+                    "Service Unavailable: the server already holds its maximum of {max} sessions; try again later"
+                ),
+            );
+            r.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                HeaderValue::from_static("5"),
+            );
+            return r;
+        }
+    };
+    let _busy = session.busy();
+    let reply = session
+        .conn
+        .handle_with(
+            message,
+            RequestExtras {
+                sink: None,
+                principal,
+                era: Some(Era::Handshake),
+            },
+        )
+        .await;
+    let Some(reply) = reply else {
+        app.sessions.remove(&session.id);
+        return accepted();
+    };
+    if reply.error_code().is_some() {
+        // A failed handshake leaves no session behind.
+        app.sessions.remove(&session.id);
+        return json_response(StatusCode::OK, reply.into_frame());
+    }
+    let negotiated = reply
+        .to_value()
+        .pointer("/result/protocolVersion")
+        .and_then(|v| v.as_str())
+        .and_then(|v| v.parse::<ProtocolVersion>().ok());
+    if let Some(v) = negotiated {
+        session.set_version(v);
+    }
+    with_session(json_response(StatusCode::OK, reply.into_frame()), &session)
+}
+
+/// A POST on an existing session.
+async fn on_session(
+    app: &Arc<App>,
+    session: &Arc<Session>,
+    incoming: Incoming,
+    principal: Option<Arc<Principal>>,
+) -> Response {
+    let _busy = session.busy();
+    match incoming {
+        Incoming::Single(Err(e)) => decode_error(&e),
+        Incoming::Single(Ok(Message::Request(request))) => {
+            if let Some(refusal) = step_up(app, &request, principal.as_deref()) {
+                return refusal;
+            }
+            exchange(
+                app,
+                session,
+                vec![Message::Request(request)],
+                Vec::new(),
+                false,
+                principal,
+            )
+            .await
+        }
+        Incoming::Single(Ok(message)) => {
+            // A notification or an answer to the server's own question: no user code runs,
+            // so it is handled before the 202.
+            let _ = session.conn.handle(message).await;
+            accepted()
+        }
+        Incoming::Batch(items) => {
+            let version = session.version();
+            if !version.is_some_and(|v| v.allows_batches()) {
+                return bad_request(format!(
+                    "Invalid request: JSON-RPC batches are only part of protocol 2025-03-26; this session negotiated {}",
+                    version.map_or("no version", |v| v.as_str())
+                ));
+            }
+            let mut requests = Vec::new();
+            let mut premade = Vec::new();
+            for item in items {
+                match item {
+                    Ok(Message::Request(r)) if r.method == methods::INITIALIZE => {
+                        premade.push(Reply::error(
+                            Some(&r.id),
+                            &ErrorObject::invalid_request(
+                                "Invalid request: initialize cannot be batched",
+                            ),
+                        ));
+                    }
+                    Ok(m @ Message::Request(_)) => requests.push(m),
+                    Ok(m) => {
+                        let _ = session.conn.handle(m).await;
+                    }
+                    Err(e) => premade.push(Reply::error(e.id(), &e.to_error())),
+                }
+            }
+            if requests.is_empty() && premade.is_empty() {
+                return accepted();
+            }
+            exchange(app, session, requests, premade, true, principal).await
+        }
+    }
+}
+
+/// A request without a session, when they are allowed: served on the shared anonymous
+/// connection, which can never be asked anything and gets no progress or logs. Only
+/// requests are dispatched: a notification there (say `notifications/cancelled`) could
+/// otherwise touch another anonymous caller's request.
+async fn sessionless(
+    app: &Arc<App>,
+    incoming: Incoming,
+    principal: Option<Arc<Principal>>,
+) -> Response {
+    match incoming {
+        Incoming::Single(Err(e)) => decode_error(&e),
+        Incoming::Single(Ok(Message::Request(request))) => {
+            if matches!(
+                request.method.as_str(),
+                methods::LOGGING_SET_LEVEL
+                    | methods::RESOURCES_SUBSCRIBE
+                    | methods::RESOURCES_UNSUBSCRIBE
+            ) {
+                return json_response(
+                    StatusCode::BAD_REQUEST,
+                    Reply::error(
+                        Some(&request.id),
+                        &ErrorObject::invalid_request(format!(
+                            "Invalid request: {} changes per-session state and needs a session; send initialize first",
+                            request.method
+                        )),
+                    )
+                    .into_frame(),
+                );
+            }
+            if let Some(refusal) = step_up(app, &request, principal.as_deref()) {
+                return refusal;
+            }
+            let reply = app
+                .server
+                .handle_detached(
+                    &ConnId::new(ANONYMOUS),
+                    Transport::Http,
+                    Message::Request(request),
+                    RequestExtras {
+                        sink: None,
+                        principal,
+                        era: Some(Era::Handshake),
+                    },
+                )
+                .await;
+            match reply {
+                Some(r) => json_response(StatusCode::OK, r.into_frame()),
+                None => accepted(),
+            }
+        }
+        Incoming::Single(Ok(_)) => accepted(),
+        Incoming::Batch(_) => bad_request(
+            "Invalid request: JSON-RPC batches are only part of protocol 2025-03-26 and need a session",
+        ),
+    }
+}
+
+#[derive(Deserialize)]
+struct ToolName {
+    name: String,
+}
+
+/// With bearer auth, a `tools/call` of a tool whose scopes the token lacks is answered with
+/// 403 `insufficient_scope` (so the client can step up) instead of reaching the tool seam.
+fn step_up(app: &App, request: &Request, principal: Option<&Principal>) -> Option<Response> {
+    let (Some(auth), Some(principal)) = (&app.bearer, principal) else {
+        return None;
+    };
+    if request.method != methods::TOOLS_CALL {
+        return None;
+    }
+    let name = serde_json::from_str::<ToolName>(request.params.as_ref()?.get())
+        .ok()?
+        .name;
+    let snapshot = app.server.registry().snapshot();
+    let tool = snapshot.tool(&name)?;
+    let needed = auth.missing_for_tool(principal, tool.required_scopes())?;
+    Some(auth.insufficient_scope(&needed))
+}
+
+/// How a POST is answered, decided by what the request produces first.
+enum Answer {
+    /// The replies came before anything else: one JSON body.
+    Json(String),
+    /// Something came first: the response is an SSE stream.
+    Stream,
+    /// Nothing to answer (the request was cancelled).
+    Nothing,
+}
+
+/// Runs requests on their own task (a client disconnecting does not cancel them) and
+/// answers with JSON, or with an SSE stream once the requests produce a message before
+/// their responses.
+async fn exchange(
+    app: &Arc<App>,
+    session: &Arc<Session>,
+    requests: Vec<Message>,
+    premade: Vec<Reply>,
+    batch: bool,
+    principal: Option<Arc<Principal>>,
+) -> Response {
+    let (answer_tx, answer_rx) = oneshot::channel();
+    let (live_tx, live_rx) = mpsc::channel(LIVE_CAPACITY);
+    let priming = session.primes().then_some(app.config.retry);
+    tokio::spawn(run_exchange(
+        Arc::clone(session),
+        requests,
+        premade,
+        batch,
+        principal,
+        app.server.config().outbound_capacity,
+        priming,
+        live_tx,
+        answer_tx,
+    ));
+    match answer_rx.await {
+        Ok(Answer::Json(body)) => json_response(StatusCode::OK, body),
+        Ok(Answer::Nothing) => accepted(),
+        Ok(Answer::Stream) => sse_response(
+            live_rx,
+            app.config.keep_alive,
+            Stops {
+                closed: Some(session.closed.clone()),
+                shutdown: None,
+            },
+            session.busy(),
+            Vec::new(),
+        ),
+        Err(_) => session_not_found(),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_exchange(
+    session: Arc<Session>,
+    requests: Vec<Message>,
+    premade: Vec<Reply>,
+    batch: bool,
+    principal: Option<Arc<Principal>>,
+    capacity: usize,
+    priming: Option<std::time::Duration>,
+    live_tx: mpsc::Sender<Bytes>,
+    answer_tx: oneshot::Sender<Answer>,
+) {
+    let _busy = session.busy();
+    let (sink, mut rx) = Outbound::channel(capacity);
+    let work = futures::future::join_all(requests.into_iter().map(|m| {
+        session.conn.handle_with(
+            m,
+            RequestExtras {
+                sink: Some(sink.clone()),
+                principal: principal.clone(),
+                era: Some(Era::Handshake),
+            },
+        )
+    }));
+    drop(sink);
+    tokio::pin!(work);
+
+    let mut answer = Some(answer_tx);
+    let mut stream: Option<u64> = None;
+    let open = |session: &Session, answer: &mut Option<oneshot::Sender<Answer>>| -> u64 {
+        let id = session.open_stream(live_tx.clone(), priming);
+        if let Some(tx) = answer.take() {
+            let _ = tx.send(Answer::Stream);
+        }
+        id
+    };
+    let mut sinks_open = true;
+    let replies = loop {
+        tokio::select! {
+            biased;
+            _ = session.closed.cancelled() => return,
+            replies = &mut work => break replies,
+            frame = rx.recv(), if sinks_open => match frame {
+                Some(frame) => {
+                    let id = match stream {
+                        Some(id) => id,
+                        None => *stream.insert(open(&session, &mut answer)),
+                    };
+                    session.publish(id, frame);
+                }
+                None => sinks_open = false,
+            },
+        }
+    };
+    // Whatever was queued before the replies was produced before them.
+    let mut early = Vec::new();
+    while let Ok(frame) = rx.try_recv() {
+        early.push(frame);
+    }
+    let replies: Vec<Reply> = premade
+        .into_iter()
+        .chain(replies.into_iter().flatten())
+        .collect();
+    match stream {
+        None if early.is_empty() => {
+            let body = if replies.is_empty() {
+                None
+            } else if batch {
+                let frames: Vec<&str> = replies.iter().map(Reply::frame).collect();
+                Some(format!("[{}]", frames.join(",")))
+            } else {
+                replies.into_iter().next().map(Reply::into_frame)
+            };
+            if let Some(tx) = answer.take() {
+                let _ = tx.send(body.map_or(Answer::Nothing, Answer::Json));
+            }
+        }
+        _ => {
+            let id = match stream {
+                Some(id) => id,
+                None => open(&session, &mut answer),
+            };
+            for frame in early {
+                session.publish(id, frame);
+            }
+            for reply in replies {
+                session.publish(id, reply.into_frame());
+            }
+            session.finish(id);
+        }
+    }
+}
+
+async fn get_handler(
+    State(app): State<Arc<App>>,
+    principal: MaybePrincipal,
+    headers: HeaderMap,
+) -> Response {
+    if !accepts(&headers, "text/event-stream") {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            codes::INVALID_REQUEST,
+            "Not Acceptable: GET opens an SSE stream; the client must accept text/event-stream",
+        );
+    }
+    let principal = principal_of(principal);
+    let id = match session_header(&headers) {
+        Ok(Some(id)) => id,
+        Ok(None) => return session_required(),
+        Err(r) => return r,
+    };
+    if let Err(r) = version_header(&headers) {
+        return r;
+    }
+    let session = match lookup(&app, &id, principal.as_deref()) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let last = headers
+        .get(&LAST_EVENT_ID)
+        .map(|v| v.to_str().unwrap_or(""));
+    let (rx, standalone) = match last {
+        None => match session.open_standalone(session.primes().then_some(app.config.retry)) {
+            Ok(rx) => (rx, true),
+            Err(session::AlreadyOpen) => {
+                return with_session(
+                    rpc_error(
+                        StatusCode::CONFLICT,
+                        codes::INVALID_REQUEST,
+                        "Conflict: this session already has an open GET stream; only one is allowed (resume with Last-Event-ID instead)",
+                    ),
+                    &session,
+                );
+            }
+        },
+        Some(text) => {
+            let Some(cursor) = EventId::parse(text) else {
+                return bad_request(format!(
+                    "Bad Request: Last-Event-ID {text:?} is not an event id of this server"
+                ));
+            };
+            match session.resume(cursor) {
+                Resume::Stream(rx) => (rx, cursor.stream == STANDALONE),
+                Resume::Unknown => {
+                    return bad_request(format!(
+                        "Bad Request: Last-Event-ID {text:?} names no stream of this session"
+                    ));
+                }
+            }
+        }
+    };
+    let stops = Stops {
+        closed: Some(session.closed.clone()),
+        // The standalone stream never ends on its own: it ends at shutdown. A resumed
+        // request stream ends with its response.
+        shutdown: standalone.then(|| app.config.shutdown.clone()),
+    };
+    let session_value = HeaderValue::from_str(&session.id).ok();
+    sse_response(
+        rx,
+        app.config.keep_alive,
+        stops,
+        session.busy(),
+        session_value
+            .map(|v| vec![(SESSION_HEADER, v)])
+            .unwrap_or_default(),
+    )
+}
+
+async fn delete_handler(
+    State(app): State<Arc<App>>,
+    principal: MaybePrincipal,
+    headers: HeaderMap,
+) -> Response {
+    let principal = principal_of(principal);
+    let id = match session_header(&headers) {
+        Ok(Some(id)) => id,
+        Ok(None) => return session_required(),
+        Err(r) => return r,
+    };
+    if let Err(r) = version_header(&headers) {
+        return r;
+    }
+    if let Err(r) = lookup(&app, &id, principal.as_deref()) {
+        return r;
+    }
+    app.sessions.remove(&id);
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = StatusCode::NO_CONTENT;
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification_follows_the_session_and_initialize() {
+        assert_eq!(
+            classify(Some("s".into()), false),
+            Route::Session("s".into())
+        );
+        assert_eq!(classify(Some("s".into()), true), Route::Session("s".into()));
+        assert_eq!(classify(None, true), Route::Initialize);
+        assert_eq!(classify(None, false), Route::Sessionless);
+    }
+
+    #[test]
+    fn version_headers_must_name_a_handshake_revision() {
+        let mut h = HeaderMap::new();
+        assert_eq!(version_header(&h).ok(), Some(None));
+        h.insert(VERSION_HEADER, HeaderValue::from_static("2025-06-18"));
+        assert_eq!(
+            version_header(&h).ok(),
+            Some(Some(ProtocolVersion::V2025_06_18))
+        );
+        for bad in ["2026-07-28", "2025-01-01", "junk", ""] {
+            h.insert(VERSION_HEADER, HeaderValue::from_static(bad));
+            assert!(version_header(&h).is_err(), "{bad}");
+        }
+    }
+}

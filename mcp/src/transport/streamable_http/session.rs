@@ -1,0 +1,477 @@
+//! Streamable HTTP sessions: the table (bounded, idle sessions expire), each session's
+//! connection to the server, and its SSE streams with the bounded store of their events
+//! that `Last-Event-ID` resumes from.
+//!
+//! Stream 0 of every session is the standalone stream a GET opens; each POST answered as a
+//! stream gets the next number. An event id is `<stream>-<seq>`, so a `Last-Event-ID` names
+//! the stream it belongs to, and a resumption replays that stream's events and no other's.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::Principal;
+use crate::protocol::ProtocolVersion;
+use crate::server::{ConnId, Connection, Outbound, OutboundReceiver, Server, Transport};
+use crate::transport::http::HttpConfig;
+use crate::transport::http::sse_body::{SseEvent, message_event};
+
+/// The standalone (GET) stream of every session.
+pub(crate) const STANDALONE: u64 = 0;
+
+/// Frames buffered between a stream's producer and its HTTP response before the response
+/// is considered too slow and detached (the client can resume from the store).
+pub(crate) const LIVE_CAPACITY: usize = 256;
+
+/// An event id: `<stream>-<seq>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct EventId {
+    pub(crate) stream: u64,
+    pub(crate) seq: u64,
+}
+
+impl EventId {
+    pub(crate) fn parse(s: &str) -> Option<EventId> {
+        let (stream, seq) = s.trim().split_once('-')?;
+        Some(EventId {
+            stream: stream.parse().ok()?,
+            seq: seq.parse().ok()?,
+        })
+    }
+
+    fn render(self) -> String {
+        format!("{}-{}", self.stream, self.seq)
+    }
+}
+
+struct Stored {
+    stream: u64,
+    seq: u64,
+    frame: String,
+}
+
+struct Live {
+    next_seq: u64,
+    tx: Option<mpsc::Sender<Bytes>>,
+}
+
+struct Streams {
+    next: u64,
+    open: HashMap<u64, Live>,
+    store: VecDeque<Stored>,
+    bytes: usize,
+}
+
+/// What a resumption found.
+pub(crate) enum Resume {
+    /// The events after the cursor, then the live stream if it is still running.
+    Stream(mpsc::Receiver<Bytes>),
+    /// The cursor names no stream of this session.
+    Unknown,
+}
+
+/// Why the standalone stream could not be opened.
+pub(crate) struct AlreadyOpen;
+
+/// One Streamable HTTP session.
+pub(crate) struct Session {
+    pub(crate) id: Arc<str>,
+    pub(crate) conn: Connection,
+    owner: Option<(String, Option<String>)>,
+    version: RwLock<Option<ProtocolVersion>>,
+    last_seen: Mutex<Instant>,
+    busy: AtomicUsize,
+    pub(crate) closed: CancellationToken,
+    streams: Mutex<Streams>,
+    store_events: usize,
+    store_bytes: usize,
+}
+
+/// Marks a session busy (a request running or a stream open) while alive; idle time counts
+/// from its drop.
+pub(crate) struct Busy(Arc<Session>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Session {
+    pub(crate) fn busy(self: &Arc<Self>) -> Busy {
+        self.busy.fetch_add(1, Ordering::AcqRel);
+        Busy(Arc::clone(self))
+    }
+
+    pub(crate) fn touch(&self) {
+        *self.last_seen.lock() = Instant::now();
+    }
+
+    fn expired(&self, idle: Duration) -> bool {
+        self.busy.load(Ordering::Acquire) == 0 && self.last_seen.lock().elapsed() > idle
+    }
+
+    /// Whether `principal` may use this session: the one that created it (same subject and
+    /// issuer), or nobody when it was created without one.
+    pub(crate) fn owned_by(&self, principal: Option<&Principal>) -> bool {
+        match (&self.owner, principal) {
+            (None, None) => true,
+            (Some((sub, iss)), Some(p)) => *sub == p.subject && *iss == p.issuer,
+            _ => false,
+        }
+    }
+
+    pub(crate) fn version(&self) -> Option<ProtocolVersion> {
+        *self.version.read()
+    }
+
+    pub(crate) fn set_version(&self, v: ProtocolVersion) {
+        *self.version.write() = Some(v);
+    }
+
+    /// Whether streams of this session start with a priming event (2025-11-25 on: older
+    /// clients may not expect an event with empty data).
+    pub(crate) fn primes(&self) -> bool {
+        self.version()
+            .is_some_and(|v| v >= ProtocolVersion::V2025_11_25)
+    }
+
+    fn close(&self) {
+        self.closed.cancel();
+        self.conn.close_pending();
+        let mut streams = self.streams.lock();
+        for live in streams.open.values_mut() {
+            live.tx = None;
+        }
+        streams.store.clear();
+        streams.bytes = 0;
+    }
+
+    /// Opens a new stream for a POST, sending `tx` the priming event first when `priming`
+    /// carries the retry interval.
+    pub(crate) fn open_stream(&self, tx: mpsc::Sender<Bytes>, priming: Option<Duration>) -> u64 {
+        let mut streams = self.streams.lock();
+        let id = streams.next;
+        streams.next += 1;
+        if let Some(retry) = priming {
+            let cursor = EventId { stream: id, seq: 0 }.render();
+            let _ = tx.try_send(priming_event(&cursor, retry));
+        }
+        streams.open.insert(
+            id,
+            Live {
+                next_seq: 1,
+                tx: Some(tx),
+            },
+        );
+        id
+    }
+
+    /// Sends a frame on `stream`, keeping it in the store for resumption. A stream whose
+    /// HTTP response is gone or too slow is detached; its events stay in the store.
+    pub(crate) fn publish(&self, stream: u64, frame: String) {
+        let mut guard = self.streams.lock();
+        let streams = &mut *guard;
+        let Some(live) = streams.open.get_mut(&stream) else {
+            return;
+        };
+        let seq = live.next_seq;
+        live.next_seq += 1;
+        let id = EventId { stream, seq }.render();
+        if let Some(tx) = &live.tx
+            && tx.try_send(message_event(Some(&id), &frame)).is_err()
+        {
+            live.tx = None;
+        }
+        streams.bytes += frame.len();
+        streams.store.push_back(Stored { stream, seq, frame });
+        while streams.store.len() > self.store_events
+            || (streams.bytes > self.store_bytes && streams.store.len() > 1)
+        {
+            if let Some(old) = streams.store.pop_front() {
+                streams.bytes -= old.frame.len();
+            }
+        }
+    }
+
+    /// Ends a POST stream: its response ends once what is queued is written.
+    pub(crate) fn finish(&self, stream: u64) {
+        self.streams.lock().open.remove(&stream);
+    }
+
+    /// Attaches a GET response as the standalone stream, unless one is attached already.
+    pub(crate) fn open_standalone(
+        &self,
+        priming: Option<Duration>,
+    ) -> Result<mpsc::Receiver<Bytes>, AlreadyOpen> {
+        let mut streams = self.streams.lock();
+        let live = streams.open.entry(STANDALONE).or_insert(Live {
+            next_seq: 1,
+            tx: None,
+        });
+        if live.tx.as_ref().is_some_and(|tx| !tx.is_closed()) {
+            return Err(AlreadyOpen);
+        }
+        let (tx, rx) = mpsc::channel(LIVE_CAPACITY);
+        if let Some(retry) = priming {
+            // Resuming from here replays what comes next, not what was sent while no
+            // stream was open.
+            let cursor = EventId {
+                stream: STANDALONE,
+                seq: live.next_seq - 1,
+            }
+            .render();
+            let _ = tx.try_send(priming_event(&cursor, retry));
+        }
+        live.tx = Some(tx);
+        Ok(rx)
+    }
+
+    /// Resumes the stream `last` belongs to after `last`: its stored events, then (if it is
+    /// still running) what it sends next. A resumption replaces the stream's previous
+    /// response.
+    pub(crate) fn resume(&self, last: EventId) -> Resume {
+        let mut guard = self.streams.lock();
+        let streams = &mut *guard;
+        if last.stream >= streams.next && last.stream != STANDALONE {
+            return Resume::Unknown;
+        }
+        let replay: Vec<Bytes> = streams
+            .store
+            .iter()
+            .filter(|e| e.stream == last.stream && e.seq > last.seq)
+            .map(|e| {
+                message_event(
+                    Some(
+                        &EventId {
+                            stream: e.stream,
+                            seq: e.seq,
+                        }
+                        .render(),
+                    ),
+                    &e.frame,
+                )
+            })
+            .collect();
+        let (tx, rx) = mpsc::channel(replay.len() + LIVE_CAPACITY);
+        for event in replay {
+            let _ = tx.try_send(event);
+        }
+        match streams.open.get_mut(&last.stream) {
+            Some(live) => live.tx = Some(tx),
+            None if last.stream == STANDALONE => {
+                streams.open.insert(
+                    STANDALONE,
+                    Live {
+                        next_seq: 1,
+                        tx: Some(tx),
+                    },
+                );
+            }
+            // The stream is over: the replay is all there is, and dropping `tx` ends it.
+            None => {}
+        }
+        Resume::Stream(rx)
+    }
+}
+
+fn priming_event(cursor: &str, retry: Duration) -> Bytes {
+    SseEvent {
+        id: Some(cursor),
+        event: None,
+        data: "",
+        retry: Some(retry),
+    }
+    .encode()
+}
+
+/// The session table hit its cap.
+pub(crate) struct Full(pub(crate) usize);
+
+/// All sessions of one router.
+pub(crate) struct SessionTable {
+    map: RwLock<HashMap<Arc<str>, Arc<Session>>>,
+    max: usize,
+    idle: Duration,
+    store_events: usize,
+    store_bytes: usize,
+    reaper: AtomicBool,
+    shutdown: CancellationToken,
+}
+
+impl SessionTable {
+    pub(crate) fn new(config: &HttpConfig) -> Arc<Self> {
+        Arc::new(SessionTable {
+            map: RwLock::new(HashMap::new()),
+            max: config.max_sessions,
+            idle: config.session_idle_timeout,
+            store_events: config.event_store_events,
+            store_bytes: config.event_store_bytes,
+            reaper: AtomicBool::new(false),
+            shutdown: config.shutdown.clone(),
+        })
+    }
+
+    /// Creates a session owned by `principal`, connected to `server` as a connection of
+    /// its own (a fresh random id, unrelated to the session id, which stays a secret).
+    pub(crate) fn create(
+        self: &Arc<Self>,
+        server: &Server,
+        principal: Option<&Principal>,
+    ) -> Result<Arc<Session>, Full> {
+        self.ensure_reaper();
+        let mut map = self.map.write();
+        if map.len() >= self.max {
+            let idle = self.idle;
+            map.retain(|_, s| {
+                let keep = !s.expired(idle);
+                if !keep {
+                    s.close();
+                }
+                keep
+            });
+            if map.len() >= self.max {
+                return Err(Full(self.max));
+            }
+        }
+        let id: Arc<str> = loop {
+            let candidate: Arc<str> = Arc::from(crate::util::random_token(24));
+            if !map.contains_key(&candidate) {
+                break candidate;
+            }
+        };
+        let (out, rx) = Outbound::channel(server.config().outbound_capacity);
+        let conn = server.connect(ConnId::random("http"), Transport::Http, out);
+        let mut open = HashMap::new();
+        open.insert(
+            STANDALONE,
+            Live {
+                next_seq: 1,
+                tx: None,
+            },
+        );
+        let session = Arc::new(Session {
+            id: Arc::clone(&id),
+            conn,
+            owner: principal.map(|p| (p.subject.clone(), p.issuer.clone())),
+            version: RwLock::new(None),
+            last_seen: Mutex::new(Instant::now()),
+            busy: AtomicUsize::new(0),
+            closed: CancellationToken::new(),
+            streams: Mutex::new(Streams {
+                next: 1,
+                open,
+                store: VecDeque::new(),
+                bytes: 0,
+            }),
+            store_events: self.store_events,
+            store_bytes: self.store_bytes,
+        });
+        tokio::spawn(pump(Arc::clone(&session), rx));
+        map.insert(id, Arc::clone(&session));
+        tracing::debug!(target: "mcp::http", conn_id = %session.conn.id(), "session created");
+        Ok(session)
+    }
+
+    /// The live session with this id; an expired one is removed and not returned.
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
+        let session = self.map.read().get(id).cloned()?;
+        if session.closed.is_cancelled() {
+            return None;
+        }
+        if session.expired(self.idle) {
+            self.remove(id);
+            return None;
+        }
+        Some(session)
+    }
+
+    /// Ends a session: its streams end, its questions close, its running requests stop.
+    pub(crate) fn remove(&self, id: &str) -> Option<Arc<Session>> {
+        let session = self.map.write().remove(id)?;
+        session.close();
+        tracing::debug!(target: "mcp::http", conn_id = %session.conn.id(), "session ended");
+        Some(session)
+    }
+
+    fn sweep(&self) {
+        let idle = self.idle;
+        let expired: Vec<Arc<str>> = self
+            .map
+            .read()
+            .iter()
+            .filter(|(_, s)| s.expired(idle))
+            .map(|(id, _)| Arc::clone(id))
+            .collect();
+        for id in expired {
+            // Checked again under the write lock: a request may have arrived meanwhile.
+            let mut map = self.map.write();
+            if map.get(&id).is_some_and(|s| s.expired(idle))
+                && let Some(s) = map.remove(&id)
+            {
+                s.close();
+                tracing::debug!(target: "mcp::http", conn_id = %s.conn.id(), "idle session expired");
+            }
+        }
+    }
+
+    /// Starts the task that expires idle sessions (once, on first use, so building a
+    /// router needs no runtime). It stops with the table or at shutdown (running requests
+    /// then get the shutdown grace period; open GET streams end on their own).
+    fn ensure_reaper(self: &Arc<Self>) {
+        if self.reaper.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let weak: Weak<Self> = Arc::downgrade(self);
+        let period = (self.idle / 2).clamp(Duration::from_millis(10), Duration::from_secs(30));
+        let shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = shutdown.cancelled() => break,
+                }
+                let Some(table) = weak.upgrade() else { break };
+                table.sweep();
+            }
+        });
+    }
+}
+
+/// Moves what the server sends the session outside any request (list_changed,
+/// resources/updated) onto its standalone stream.
+async fn pump(session: Arc<Session>, mut rx: OutboundReceiver) {
+    loop {
+        tokio::select! {
+            frame = rx.recv() => match frame {
+                Some(frame) => session.publish(STANDALONE, frame),
+                None => break,
+            },
+            _ = session.closed.cancelled() => break,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_ids_round_trip_and_reject_junk() {
+        let id = EventId { stream: 3, seq: 17 };
+        assert_eq!(EventId::parse(&id.render()), Some(id));
+        for junk in ["", "3", "a-1", "1-b", "-1", "1--1"] {
+            assert_eq!(EventId::parse(junk), None, "{junk}");
+        }
+    }
+}

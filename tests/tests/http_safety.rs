@@ -1,0 +1,369 @@
+//! The HTTP transports' safety rules over real sockets: Host and Origin checks against DNS
+//! rebinding, size limits, the boot guard, TCP_NODELAY and graceful shutdown.
+
+use std::time::Duration;
+
+use mcp::Server;
+use mcp::auth::deployment::Deployment;
+use mcp::registry::ToolDef;
+use mcp::transport::http::{self, HttpConfig, HttpError, NoDelayListener};
+use mcp_tests::http::{HttpTestServer, SseReader, fixture, plain_client, test_config, with_header};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+fn initialize_body() -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "rebinding-probe", "version": "1.0.0"}}})
+    .to_string()
+}
+
+fn post(srv: &HttpTestServer) -> reqwest::RequestBuilder {
+    plain_client()
+        .post(srv.url("/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(initialize_body())
+}
+
+async fn refused(response: reqwest::Response, status: StatusCode, needle: &str) {
+    assert_eq!(response.status(), status);
+    let body: Value = response.json().await.expect("a JSON-RPC error body");
+    assert_eq!(body["jsonrpc"], "2.0");
+    assert!(body.get("id").is_none(), "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(needle), "{message:?} lacks {needle:?}");
+}
+
+#[tokio::test]
+async fn foreign_hosts_and_origins_get_403_and_loopback_ones_pass() {
+    let srv = HttpTestServer::start(fixture().server, test_config()).await;
+    let port = srv.addr.port();
+    // What the conformance suite sends: Host and Origin both foreign.
+    let r = with_header(
+        with_header(post(&srv), "host", "evil.example.com"),
+        "origin",
+        "http://evil.example.com",
+    )
+    .send()
+    .await
+    .unwrap();
+    refused(r, StatusCode::FORBIDDEN, "Host").await;
+    let r = with_header(post(&srv), "host", &format!("evil.example.com:{port}"))
+        .send()
+        .await
+        .unwrap();
+    refused(r, StatusCode::FORBIDDEN, "evil.example.com").await;
+    for origin in [
+        "http://evil.example.com",
+        "null",
+        "https://localhost.evil.com",
+    ] {
+        let r = with_header(post(&srv), "origin", origin)
+            .send()
+            .await
+            .unwrap();
+        refused(r, StatusCode::FORBIDDEN, "Origin").await;
+    }
+    for host in [
+        format!("localhost:{port}"),
+        format!("127.0.0.1:{port}"),
+        format!("[::1]:{port}"),
+        "localhost".to_owned(),
+    ] {
+        let r = with_header(
+            with_header(post(&srv), "host", &host),
+            "origin",
+            &format!("http://{host}"),
+        )
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{host}");
+    }
+    // GET and DELETE are checked as well, and the legacy routes when served.
+    let r = with_header(
+        plain_client().get(srv.url("/mcp")),
+        "origin",
+        "http://evil.example.com",
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    // /health reveals nothing and stays reachable by probes with any Host.
+    let r = with_header(
+        plain_client().get(srv.url("/health")),
+        "host",
+        "10.1.2.3:8080",
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn allowed_hosts_and_origins_are_configurable() {
+    let config = test_config()
+        .allow_host("mcp.example.com")
+        .allow_origin("https://app.example.com");
+    let srv = HttpTestServer::start(fixture().server, config).await;
+    let r = with_header(
+        with_header(post(&srv), "host", "mcp.example.com:443"),
+        "origin",
+        "https://app.example.com",
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = with_header(post(&srv), "origin", "http://app.example.com")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::FORBIDDEN,
+        "the scheme is part of the origin"
+    );
+
+    // Replacing the list drops the loopback defaults.
+    let srv = HttpTestServer::start(
+        fixture().server,
+        test_config().allowed_hosts(["mcp.example.com"]),
+    )
+    .await;
+    let r = post(&srv).send().await.unwrap();
+    refused(r, StatusCode::FORBIDDEN, "127.0.0.1").await;
+}
+
+#[tokio::test]
+async fn oversized_bodies_get_413_and_oversized_headers_431() {
+    let srv = HttpTestServer::start(
+        fixture().server,
+        test_config().max_body_bytes(1024).max_header_bytes(2048),
+    )
+    .await;
+    let mut c = srv.client();
+    c.initialize("2025-11-25", json!({})).await;
+    let big = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "add", "arguments": {"a": 1, "b": 2, "pad": "x".repeat(2000)}}});
+    let r = c.post(big.to_string()).send().await.unwrap();
+    refused(r, StatusCode::PAYLOAD_TOO_LARGE, "1024-byte limit").await;
+    // A chunked body (no Content-Length) is cut off at the limit too.
+    let chunks = futures::stream::iter((0..40).map(|_| Ok::<_, std::io::Error>(vec![b' '; 100])));
+    let r = c
+        .post("")
+        .body(reqwest::Body::wrap_stream(chunks))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    // Headers beyond the limit.
+    let r = with_header(c.post("{}"), "x-padding", &"y".repeat(3000))
+        .send()
+        .await
+        .unwrap();
+    refused(
+        r,
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        "headers too large",
+    )
+    .await;
+    // Within the limits the session still serves.
+    assert_eq!(c.request(2, "ping", json!({})).await["result"], json!({}));
+}
+
+fn server(authorizer: bool, read_authorizer: bool) -> Server {
+    let mut b = Server::builder("guarded", "1.0.0").tool(ToolDef::from_fn(
+        "noop",
+        "Does nothing.",
+        |_ctx, _: serde_json::Map<String, Value>| async { "ok" },
+    ));
+    if authorizer {
+        b = b.authorizer(mcp::auth::allow_all());
+    }
+    if read_authorizer {
+        b = b.read_authorizer(mcp::auth::allow_all());
+    }
+    b.build().unwrap()
+}
+
+fn production() -> HttpConfig {
+    HttpConfig::new().deployment(Deployment::new(Some("production"), None))
+}
+
+#[tokio::test]
+async fn the_boot_guard_refuses_production_without_authorizers_and_says_how_to_fix_it() {
+    let err = http::router(server(false, false), production()).unwrap_err();
+    let HttpError::Refused(refusal) = &err else {
+        panic!("expected a refusal, got {err:?}");
+    };
+    let text = refusal.to_string();
+    assert!(
+        text.contains("MCP Streamable HTTP transport refuses to boot"),
+        "{text}"
+    );
+    assert!(
+        text.contains("no authorizer is configured for tools"),
+        "{text}"
+    );
+    assert!(text.contains("no read authorizer is configured"), "{text}");
+    assert!(text.contains("ServerBuilder::authorizer"), "{text}");
+    assert!(
+        text.contains("allow_unauthorized_for_local_development"),
+        "{text}"
+    );
+
+    // One missing seam is enough to refuse, and the message names only that one.
+    let text = http::router(server(true, false), production())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("no read authorizer") && !text.contains("for tools"),
+        "{text}"
+    );
+    let text = http::router(server(false, true), production())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("for tools") && !text.contains("no read authorizer"),
+        "{text}"
+    );
+    // A framework fallback does not count as a decision.
+    let fallback = Server::builder("f", "1")
+        .fallback_authorizer(mcp::auth::deny_all("fallback"))
+        .read_authorizer(mcp::auth::allow_all())
+        .build()
+        .unwrap();
+    assert!(http::router(fallback, production()).is_err());
+    // The legacy transport has the same guard.
+    let text = mcp::transport::sse::router(server(false, false), production())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("MCP HTTP+SSE transport refuses to boot"),
+        "{text}"
+    );
+    // serve() refuses before binding anything.
+    let err = http::serve(
+        server(false, false),
+        production(),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, HttpError::Refused(_)));
+
+    // Configured authorizers boot; so does a development environment; so does the
+    // explicit opt-out.
+    assert!(http::router(server(true, true), production()).is_ok());
+    assert!(
+        http::router(
+            server(false, false),
+            HttpConfig::new().deployment(Deployment::new(Some("development"), None))
+        )
+        .is_ok()
+    );
+    assert!(
+        http::router(
+            server(false, false),
+            production().allow_unauthorized_for_local_development(true)
+        )
+        .is_ok()
+    );
+    // The override variable can require authorization even in development.
+    assert!(
+        http::router(
+            server(false, false),
+            HttpConfig::new().deployment(Deployment::new(Some("dev"), Some("true")))
+        )
+        .is_err()
+    );
+}
+
+#[tokio::test]
+async fn bad_configurations_are_refused_with_a_reason() {
+    for (config, needle) in [
+        (test_config().endpoint("mcp"), "absolute path"),
+        (test_config().max_sessions(0), "max_sessions"),
+        (
+            test_config().allowed_hosts(Vec::<String>::new()),
+            "allowed_hosts is empty",
+        ),
+        (test_config().allow_host("bad:port"), "allowed host"),
+        (
+            test_config()
+                .legacy_sse(true)
+                .legacy_sse_paths("/mcp", "/messages"),
+            "differ",
+        ),
+    ] {
+        let err = http::router(fixture().server, config).unwrap_err();
+        assert!(matches!(err, HttpError::Config(_)), "{err:?}");
+        assert!(err.to_string().contains(needle), "{err} lacks {needle}");
+    }
+}
+
+#[tokio::test]
+async fn accepted_sockets_have_tcp_nodelay() {
+    use axum::serve::Listener as _;
+    let mut listener = NoDelayListener::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let client = tokio::spawn(async move { tokio::net::TcpStream::connect(addr).await.unwrap() });
+    let (stream, _) = listener.accept().await;
+    assert!(
+        stream.nodelay().unwrap(),
+        "TCP_NODELAY is not set on the accepted socket"
+    );
+    drop(client.await.unwrap());
+    // A plain listener would not have it: the assertion above can fail.
+    let plain = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = plain.local_addr().unwrap();
+    let _c = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (s, _) = plain.accept().await.unwrap();
+    assert!(!s.nodelay().unwrap());
+}
+
+#[tokio::test]
+async fn the_default_address_is_loopback() {
+    assert!(http::DEFAULT_ADDR.ip().is_loopback());
+}
+
+#[tokio::test]
+async fn shutdown_ends_open_streams_and_stops_serving() {
+    let config = test_config().shutdown_grace(Duration::from_millis(500));
+    let app = http::router(fixture().server, config.clone()).unwrap();
+    let bound = http::HttpServer::bind(app, config, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let addr = bound.local_addr().unwrap();
+    let token = bound.shutdown_token();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(bound.run_until(async move {
+        let _ = stop_rx.await;
+    }));
+    let mut c = mcp_tests::http::McpHttp::new(format!("http://{addr}/mcp"));
+    c.initialize("2025-11-25", json!({})).await;
+    let mut stream = SseReader::new(c.get().send().await.unwrap());
+    assert!(stream.next().await.unwrap().is_priming());
+    stop_tx.send(()).unwrap();
+    // The open GET stream ends, and the server returns within the grace period.
+    assert!(stream.rest().await.is_empty());
+    let result = tokio::time::timeout(Duration::from_secs(3), running)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(result.is_ok(), "{result:?}");
+    assert!(token.is_cancelled());
+    assert!(
+        plain_client()
+            .get(format!("http://{addr}/health"))
+            .send()
+            .await
+            .is_err()
+    );
+}
