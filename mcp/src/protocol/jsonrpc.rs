@@ -38,6 +38,34 @@ impl RequestId {
     }
 }
 
+impl RequestId {
+    /// Appends the id as JSON to `out`.
+    pub(crate) fn push_json(&self, out: &mut String) {
+        match self {
+            RequestId::Number(n) => {
+                let mut digits = [0u8; 20];
+                let mut at = digits.len();
+                let mut v = n.unsigned_abs();
+                loop {
+                    at -= 1;
+                    digits[at] = b'0' + (v % 10) as u8;
+                    v /= 10;
+                    if v == 0 {
+                        break;
+                    }
+                }
+                if *n < 0 {
+                    out.push('-');
+                }
+                out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or("0"));
+            }
+            RequestId::String(s) => {
+                out.push_str(&serde_json::to_string(&**s).unwrap_or_else(|_| "null".into()));
+            }
+        }
+    }
+}
+
 impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
