@@ -83,7 +83,14 @@ impl Caller {
         let capable = self.capabilities().is_some_and(|c| c.can_elicit_form());
         match &self.modern {
             Some(_) => capable,
-            None => capable && self.sink.is_some() && self.conn.has_subscriber(),
+            // Elicitation entered the protocol in 2025-06-18: an older session cannot be
+            // sent `elicitation/create`, whatever it declared.
+            None => {
+                capable
+                    && self.version >= ProtocolVersion::V2025_06_18
+                    && self.sink.is_some()
+                    && self.conn.has_subscriber()
+            }
         }
     }
 

@@ -48,6 +48,8 @@ pub struct ServerConfig {
     /// How long a sealed `requestState` stays valid (default 10 minutes: a human may be
     /// answering).
     pub request_state_ttl: Duration,
+    /// `resources/subscribe` URIs one connection may hold (default 1024).
+    pub max_subscriptions: usize,
     /// Open `subscriptions/listen` streams, across all clients (default 1024).
     pub max_listeners: usize,
     /// Used `requestState` nonces remembered until they expire (default 100 000).
@@ -69,6 +71,7 @@ impl Default for ServerConfig {
             list_ttl: Duration::from_secs(60),
             read_ttl: Duration::ZERO,
             request_state_ttl: Duration::from_secs(600),
+            max_subscriptions: 1024,
             max_listeners: 1024,
             max_used_nonces: 100_000,
         }
@@ -373,6 +376,7 @@ impl ServerBuilder {
             ("outbound_capacity", self.config.outbound_capacity),
             ("max_message_size", self.config.max_message_size),
             ("max_listeners", self.config.max_listeners),
+            ("max_subscriptions", self.config.max_subscriptions),
             ("max_used_nonces", self.config.max_used_nonces),
         ] {
             if value == 0 {

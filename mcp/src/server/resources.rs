@@ -215,6 +215,13 @@ impl Server {
             .await?;
         let mut subs = scope.caller.conn.subscriptions.lock();
         if on {
+            let max = self.config().max_subscriptions;
+            if subs.len() >= max && !subs.contains(&p.uri) {
+                return Err(ErrorObject::invalid_params(format!(
+                    "Invalid params: this connection already holds {max} subscriptions, the limit; \
+                     unsubscribe from some first"
+                )));
+            }
             subs.insert(p.uri);
         } else {
             subs.remove(&p.uri);
