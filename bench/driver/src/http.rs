@@ -253,6 +253,10 @@ pub fn run(binary: &Path, era: Era, clients: usize, duration: Duration) -> Optio
     let mut lat = lat;
     lat.sort_unstable();
     let n = lat.len() as u64;
+    if n == 0 {
+        // Not one request answered: this server does not serve this era over HTTP.
+        return None;
+    }
     let cpu = (usage.cpu_us - cpu_before).max(0.0);
     Some(Measure {
         requests: n,

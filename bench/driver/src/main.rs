@@ -175,7 +175,7 @@ fn run_all(o: Options) {
                                 report.add_load(&phase, i, m);
                             }
                             None => {
-                                eprintln!("  {:<6} {phase}: no HTTP transport", servers[i].name);
+                                eprintln!("  {:<6} {phase}: not served", servers[i].name);
                                 report.add_missing(&phase, i);
                             }
                         }

@@ -8,7 +8,13 @@ fn main() {
     let conn = server.connect(ConnId::new("x"), Transport::Stdio, out);
     let m = Message::request(1, "ping", serde_json::json!({}));
     let f = conn.handle(m);
-    println!("Connection::handle future: {} bytes", std::mem::size_of_val(&f));
+    println!(
+        "Connection::handle future: {} bytes",
+        std::mem::size_of_val(&f)
+    );
     let f2 = conn.handle_frame(b"{}");
-    println!("Connection::handle_frame future: {} bytes", std::mem::size_of_val(&f2));
+    println!(
+        "Connection::handle_frame future: {} bytes",
+        std::mem::size_of_val(&f2)
+    );
 }
