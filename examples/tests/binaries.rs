@@ -19,6 +19,8 @@ fn run(bin: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
         "MCP_BIND",
         "MCP_LIST",
         "MCP_LOG_LEVEL",
+        "MCP_LEGACY_SSE",
+        "MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT",
         "FILES_ROOT",
     ] {
         cmd.env_remove(var);
@@ -48,6 +50,10 @@ fn help_and_version_describe_the_command_line() {
         "--log-level",
         "MCP_LOG_LEVEL",
         "[default: stdio]",
+        "--legacy-sse",
+        "MCP_LEGACY_SSE",
+        "--allow-unauthorized-for-local-development",
+        "MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT",
     ] {
         assert!(help.contains(expected), "{expected} missing from:\n{help}");
     }
@@ -68,23 +74,6 @@ fn a_mistyped_transport_is_a_clear_usage_error() {
     let out = run(QUICKSTART, &[], &[("MCP_TRANSPORT", "carrier-pigeon")]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("invalid value 'carrier-pigeon'"));
-}
-
-#[test]
-fn network_transports_are_not_built_yet() {
-    for (args, env) in [
-        (vec!["--transport", "http"], vec![]),
-        (vec![], vec![("MCP_TRANSPORT", "sse")]),
-    ] {
-        let out = run(QUICKSTART, &args, &env);
-        assert_eq!(out.status.code(), Some(1));
-        assert!(
-            text(&out.stderr).contains("transport is not built yet"),
-            "{}",
-            text(&out.stderr)
-        );
-        assert!(out.stdout.is_empty());
-    }
 }
 
 #[test]

@@ -61,6 +61,11 @@ impl HttpTestServer {
         McpHttp::new(self.url("/mcp"))
     }
 
+    /// A client of the stateless 2026-07-28 revision for the endpoint at `/mcp`.
+    pub fn modern(&self) -> ModernHttp {
+        ModernHttp::new(self.url("/mcp"))
+    }
+
     /// Stops the server.
     pub fn stop(&self) {
         self.shutdown.cancel();
@@ -584,4 +589,239 @@ pub fn with_header(b: RequestBuilder, name: &'static str, value: &str) -> Reques
         reqwest::header::HeaderValue::from_str(value).expect("a valid header value"),
     );
     b.headers(map)
+}
+
+/// The stateless revision.
+pub const MODERN: &str = "2026-07-28";
+
+/// A header value as a 2026-07-28 client sends it: as is when it is plain visible ASCII
+/// (spaces inside allowed), `=?base64?<base64 of UTF-8>?=` otherwise (non-ASCII, control
+/// characters, leading or trailing whitespace, or text that looks like that form).
+pub fn header_value(text: &str) -> String {
+    use base64::Engine as _;
+    let sentinel = text.starts_with("=?base64?") && text.ends_with("?=");
+    let padded = text.starts_with(' ') || text.ends_with(' ');
+    let visible = text.bytes().all(|b| (0x20..=0x7e).contains(&b));
+    let plain = !text.is_empty() && visible && !padded && !sentinel;
+    if plain {
+        text.to_owned()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(text.as_bytes())
+        )
+    }
+}
+
+/// The schema definition of a 2026-07-28 error, by code, and whether it describes the
+/// whole response (`true`) or only its `error` member.
+fn error_definition(code: i64) -> Option<(&'static str, bool)> {
+    Some(match code {
+        -32700 => ("ParseError", false),
+        -32600 => ("InvalidRequestError", false),
+        -32601 => ("MethodNotFoundError", false),
+        -32602 => ("InvalidParamsError", false),
+        -32603 => ("InternalError", false),
+        -32020 => ("HeaderMismatchError", true),
+        -32021 => ("MissingRequiredClientCapabilityError", true),
+        -32022 => ("UnsupportedProtocolVersionError", true),
+        _ => return None,
+    })
+}
+
+/// Checks one message a server sent on the 2026-07-28 revision: valid against the
+/// official schema (errors against the definition of their code too), and never a
+/// request (this revision has no server-to-client requests). Panics otherwise.
+pub fn check_modern(message: &Value, request_method: Option<&str>) {
+    assert!(
+        !(message.get("method").is_some() && message.get("id").is_some()),
+        "the server sent a request on 2026-07-28: {message}"
+    );
+    if let Err(e) = validate_server_message(MODERN, message, request_method) {
+        panic!("the server sent a message the {MODERN} schema rejects: {e}\n{message}");
+    }
+    if let Some(code) = message["error"]["code"].as_i64()
+        && let Some((definition, whole)) = error_definition(code)
+    {
+        let schema = crate::schema::SchemaValidator::for_version(MODERN);
+        let instance = if whole { message } else { &message["error"] };
+        if let Err(e) = schema.validate(definition, instance) {
+            panic!("the error does not match {definition}: {e}");
+        }
+    }
+}
+
+/// A client of the stateless 2026-07-28 revision over Streamable HTTP: every request
+/// carries `_meta` (version, capabilities, client info) and the headers that mirror it;
+/// every message the server sends back is checked with [`check_modern`].
+#[derive(Clone)]
+pub struct ModernHttp {
+    /// The underlying HTTP client.
+    pub http: reqwest::Client,
+    /// The endpoint URL.
+    pub url: String,
+    /// The client capabilities every request declares.
+    pub capabilities: Value,
+    /// A bearer token to send.
+    pub token: Option<String>,
+}
+
+impl ModernHttp {
+    /// A client for `url` declaring no capabilities.
+    pub fn new(url: impl Into<String>) -> Self {
+        ModernHttp {
+            http: plain_client(),
+            url: url.into(),
+            capabilities: json!({}),
+            token: None,
+        }
+    }
+
+    /// The same client declaring `capabilities`.
+    pub fn with_capabilities(mut self, capabilities: Value) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// The `_meta` every request carries.
+    pub fn meta(&self) -> Value {
+        json!({
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": self.capabilities,
+            "io.modelcontextprotocol/clientInfo": {"name": "http-modern-test", "version": "1.0.0"},
+        })
+    }
+
+    /// `params` with the request `_meta` merged in (members already in `params._meta`
+    /// win).
+    pub fn with_meta(&self, mut params: Value) -> Value {
+        let mut meta = self.meta();
+        if let Some(own) = params.get("_meta").and_then(Value::as_object) {
+            for (k, v) in own {
+                meta[k] = v.clone();
+            }
+        }
+        if !params.is_object() {
+            params = json!({});
+        }
+        params["_meta"] = meta;
+        params
+    }
+
+    /// A POST of `body` with the content negotiation headers (and the token) only.
+    pub fn post_raw(&self, body: &Value) -> RequestBuilder {
+        let mut b = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        if let Some(t) = &self.token {
+            b = b.bearer_auth(t);
+        }
+        b
+    }
+
+    /// A POST of a request with its `_meta` and the standard headers a conforming client
+    /// sends (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` where the method has one).
+    pub fn post(&self, id: Value, method: &str, params: Value) -> RequestBuilder {
+        let params = self.with_meta(params);
+        let name = match method {
+            "tools/call" | "prompts/get" => params["name"].as_str().map(str::to_owned),
+            "resources/read" => params["uri"].as_str().map(str::to_owned),
+            _ => None,
+        };
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut b = self
+            .post_raw(&body)
+            .header("mcp-protocol-version", MODERN)
+            .header("mcp-method", method);
+        if let Some(name) = name {
+            b = b.header("mcp-name", header_value(&name));
+        }
+        b
+    }
+
+    /// Posts a request and reads the answer.
+    pub async fn exchange(&self, id: Value, method: &str, params: Value) -> Exchange {
+        let response = self.post(id, method, params).send().await.expect("POST");
+        self.read(method, response).await
+    }
+
+    /// Posts a request and returns its JSON-RPC response, asserting a 200.
+    pub async fn request(&self, id: Value, method: &str, params: Value) -> Value {
+        let ex = self.exchange(id, method, params).await;
+        assert_eq!(ex.status, StatusCode::OK, "{method}: {}", ex.response);
+        ex.response
+    }
+
+    /// Reads the answer to a request of `method`, checking every message, that no
+    /// session id is minted, and that a stream has no event ids and disables proxy
+    /// buffering.
+    pub async fn read(&self, method: &str, response: Response) -> Exchange {
+        let status = response.status();
+        assert!(
+            response.headers().get("mcp-session-id").is_none(),
+            "the stateless revision never mints a session id"
+        );
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        if content_type.starts_with("text/event-stream") {
+            assert_eq!(
+                response
+                    .headers()
+                    .get("x-accel-buffering")
+                    .map(|v| v.to_str().unwrap()),
+                Some("no")
+            );
+            let mut reader = SseReader::new(response);
+            let mut events = Vec::new();
+            let mut before = Vec::new();
+            let mut answer = Value::Null;
+            while let Some(e) = reader.next().await {
+                assert!(
+                    e.id.is_none(),
+                    "streams of 2026-07-28 have no event ids: {e:?}"
+                );
+                assert!(answer.is_null(), "nothing may follow the response: {e:?}");
+                events.push(e.clone());
+                let v = e.json();
+                if v.get("method").is_none() {
+                    check_modern(&v, Some(method));
+                    answer = v;
+                } else {
+                    check_modern(&v, None);
+                    before.push(v);
+                }
+            }
+            Exchange {
+                status,
+                content_type,
+                before,
+                events,
+                response: answer,
+            }
+        } else {
+            let text = response.text().await.unwrap_or_default();
+            let value: Value = if text.is_empty() {
+                Value::Null
+            } else {
+                serde_json::from_str(&text)
+                    .unwrap_or_else(|e| panic!("a body that is not JSON ({e}): {text:?}"))
+            };
+            if !value.is_null() {
+                check_modern(&value, Some(method));
+            }
+            Exchange {
+                status,
+                content_type,
+                before: Vec::new(),
+                events: Vec::new(),
+                response: value,
+            }
+        }
+    }
 }

@@ -12,6 +12,7 @@ use mcp::auth::bearer::{JwtVerifier, TokenError, verifier_fn};
 use mcp::auth::{Decision, Principal, policy};
 use mcp::registry::ToolDef;
 use mcp::transport::http::{BearerAuth, HttpConfig};
+use mcp_tests::http::ModernHttp;
 use mcp_tests::http::{HttpTestServer, McpHttp, fixture, plain_client, test_config};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -293,6 +294,48 @@ async fn the_verified_principal_reaches_tools_and_authorizers_and_per_tool_scope
             json!({"name": "write_files", "arguments": {}}),
         )
         .await;
+    assert_eq!(done["result"]["content"][0]["text"], "written");
+}
+
+#[tokio::test]
+async fn stateless_requests_get_the_same_challenges_and_carry_the_verified_principal() {
+    let srv = started().await;
+    let mut c: ModernHttp = srv.modern();
+    let who = json!({"name": "whoami", "arguments": {}});
+    let r = c
+        .post(json!(1), "tools/call", who.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(challenge(&r).contains("resource_metadata="));
+    c.token = Some(hs_token(&claims("bob", "files:write")));
+    let r = c
+        .post(json!(2), "tools/call", who.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+
+    c.token = Some(hs_token(&claims("bob", "mcp:use")));
+    let me = c.request(json!(3), "tools/call", who.clone()).await;
+    assert_eq!(me["result"]["content"][0]["text"], "bob [mcp:use]");
+    // What a caller sees depends on its token: private to it.
+    let listed = c.request(json!(4), "tools/list", json!({})).await;
+    assert_eq!(listed["result"]["cacheScope"], "private");
+    // A tool needing more scopes is a step-up challenge, before anything runs.
+    let write = json!({"name": "write_files", "arguments": {}});
+    let r = c
+        .post(json!(5), "tools/call", write.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let header = challenge(&r);
+    assert!(header.contains("error=\"insufficient_scope\""), "{header}");
+    assert!(header.contains("scope=\"mcp:use files:write\""), "{header}");
+    c.token = Some(hs_token(&claims("bob", "mcp:use files:write")));
+    let done = c.request(json!(6), "tools/call", write).await;
     assert_eq!(done["result"]["content"][0]["text"], "written");
 }
 

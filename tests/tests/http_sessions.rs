@@ -64,8 +64,11 @@ async fn initialize_creates_a_session_with_an_unguessable_visible_ascii_id() {
 async fn requests_without_a_session_get_400_and_unknown_sessions_404() {
     let srv = started().await;
     let anon = srv.client();
+    // A handshake-era request (its version header names a handshake revision) without a
+    // session is told to initialize.
     let r = anon
         .post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string())
+        .header("mcp-protocol-version", "2025-11-25")
         .send()
         .await
         .unwrap();
@@ -78,6 +81,25 @@ async fn requests_without_a_session_get_400_and_unknown_sessions_404() {
             .as_str()
             .unwrap()
             .contains("Mcp-Session-Id")
+    );
+    // With no marker of either era it is taken as a 2026-07-28 request, which is told
+    // what its _meta lacks (and that a handshake client initializes first).
+    let r = anon
+        .post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(r.headers().get("mcp-session-id").is_none());
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(error_code(&body), -32602);
+    assert_eq!(body["id"], 1);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("initialize first"),
+        "{body}"
     );
 
     let mut forged = srv.client();
@@ -97,14 +119,15 @@ async fn requests_without_a_session_get_400_and_unknown_sessions_404() {
             .contains("Session not found")
     );
 
-    // GET and DELETE follow the same rules.
+    // GET and DELETE without a session have nothing to act on (405); with an unknown
+    // one, 404.
     assert_eq!(
         anon.get().send().await.unwrap().status(),
-        StatusCode::BAD_REQUEST
+        StatusCode::METHOD_NOT_ALLOWED
     );
     assert_eq!(
         anon.delete().send().await.unwrap().status(),
-        StatusCode::BAD_REQUEST
+        StatusCode::METHOD_NOT_ALLOWED
     );
     assert_eq!(
         forged.get().send().await.unwrap().status(),

@@ -5,13 +5,42 @@
 //! Usage: files [OPTIONS]
 //!
 //! Options:
-//!       --transport <TRANSPORT>  How clients reach the server [env: MCP_TRANSPORT=] [default: stdio] [possible values: stdio, http, sse]
-//!       --bind <ADDR>            Address to listen on (http and sse) [env: MCP_BIND=] [default: 127.0.0.1:8080]
-//!       --list                   Print the tools, resources, templates and prompts as JSON and exit [env: MCP_LIST=]
-//!       --log-level <FILTER>     Log filter for stderr: off, error, warn, info, debug, trace, or tracing directives [env: MCP_LOG_LEVEL=] [default: info]
-//!   -h, --help                   Print help
-//!   -V, --version                Print version
+//!       --transport <TRANSPORT>
+//!           How clients reach the server [env: MCP_TRANSPORT=] [default: stdio] [possible values: stdio, http, sse]
+//!       --bind <ADDR>
+//!           Address to listen on (http and sse) [env: MCP_BIND=] [default: 127.0.0.1:8080]
+//!       --legacy-sse
+//!           With --transport http, also serve the legacy HTTP+SSE transport [env: MCP_LEGACY_SSE=]
+//!       --allow-unauthorized-for-local-development
+//!           DANGER: serve over the network without the authorization the boot guard requires [env: MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT=]
+//!       --list
+//!           Print the tools, resources, templates and prompts as JSON and exit [env: MCP_LIST=]
+//!       --log-level <FILTER>
+//!           Log filter for stderr: off, error, warn, info, debug, trace, or tracing directives [env: MCP_LOG_LEVEL=] [default: info]
+//!   -h, --help
+//!           Print help (see a summary with '-h')
+//!   -V, --version
+//!           Print version
 //! ```
+//!
+//! # Transports
+//!
+//! - `stdio` (the default unless the binary picks another): one client, the process that
+//!   started this one.
+//! - `http`: Streamable HTTP at `http://<bind>/mcp`, serving both protocol eras on that one
+//!   endpoint (handshake-era sessions and stateless 2026-07-28 requests, chosen per
+//!   request); with `--legacy-sse`, the legacy HTTP+SSE routes (`/sse`, `/messages`)
+//!   beside it.
+//! - `sse`: the legacy HTTP+SSE transport alone (2024-11-05 clients).
+//!
+//! The network transports bind `127.0.0.1:8080` unless `--bind` says otherwise, check
+//! `Host` and `Origin` on every request (see [`crate::transport::http`]), and stop
+//! gracefully on Ctrl-C or SIGTERM. They refuse to boot in production (`MCP_ENV` unset or
+//! not `development`/`dev`/`test`) unless the server configures a tool authorizer and a
+//! read authorizer: the refusal says what is missing, on stderr, and the process exits
+//! with status 1. `--allow-unauthorized-for-local-development` overrides that refusal for
+//! a server on your own machine; it is logged loudly on every boot. Never use it in
+//! production.
 //!
 //! stdout carries protocol messages only; logs go to stderr.
 //!
@@ -94,6 +123,24 @@ pub struct Options {
         default_value = "127.0.0.1:8080"
     )]
     pub bind: SocketAddr,
+    /// With --transport http, also serve the legacy HTTP+SSE transport (GET /sse, POST
+    /// /messages) beside the Streamable HTTP endpoint.
+    #[arg(
+        long,
+        env = "MCP_LEGACY_SSE",
+        action = clap::ArgAction::SetTrue,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub legacy_sse: bool,
+    /// DANGER: serve over the network without the authorization the boot guard requires.
+    /// For a server on your own machine only; never in production.
+    #[arg(
+        long,
+        env = "MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT",
+        action = clap::ArgAction::SetTrue,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub allow_unauthorized_for_local_development: bool,
     /// Print the tools, resources, templates and prompts as JSON and exit.
     #[arg(
         long,
@@ -203,7 +250,12 @@ impl Options {
                 return ExitCode::FAILURE;
             }
         };
-        match runtime.block_on(serve(server, transport, self.bind)) {
+        let network = Network {
+            bind: self.bind,
+            legacy_sse: self.legacy_sse,
+            allow_unauthorized_for_local_development: self.allow_unauthorized_for_local_development,
+        };
+        match runtime.block_on(serve(server, transport, network)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -213,28 +265,76 @@ impl Options {
     }
 }
 
-/// Serves `server` on one transport until it stops.
-///
-/// The network transports plug in here: each arm calls its transport's `serve`.
+/// How the network transports listen, from the command line.
+#[derive(Clone, Copy, Debug)]
+pub struct Network {
+    /// The address to bind.
+    pub bind: SocketAddr,
+    /// With [`TransportArg::Http`], also serve the legacy HTTP+SSE routes.
+    pub legacy_sse: bool,
+    /// Boot even when the boot guard would refuse (local development only).
+    pub allow_unauthorized_for_local_development: bool,
+}
+
+impl Network {
+    /// Listening on `bind` with every other setting off.
+    pub fn on(bind: SocketAddr) -> Self {
+        Network {
+            bind,
+            legacy_sse: false,
+            allow_unauthorized_for_local_development: false,
+        }
+    }
+}
+
+/// What the command line adds to a boot-guard refusal.
+const CLI_OPT_OUT: &str = "From the command line: --allow-unauthorized-for-local-development \
+     (or MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT=1) skips this check, for a server on \
+     your own machine only. Or set MCP_ENV=development.";
+
+/// Serves `server` on one transport until it stops: stdio until the client closes its
+/// input; HTTP until Ctrl-C or SIGTERM. The error is meant for the user (stderr).
 pub async fn serve(
     server: Server,
     transport: TransportArg,
-    bind: SocketAddr,
+    network: Network,
 ) -> Result<(), String> {
+    use crate::transport::http::{self, HttpConfig, HttpError};
+
     let (name, version) = (server.info().name.clone(), server.info().version.clone());
-    match transport {
+    let config = HttpConfig::new()
+        .legacy_sse(network.legacy_sse)
+        .allow_unauthorized_for_local_development(network.allow_unauthorized_for_local_development);
+    let built = match transport {
         TransportArg::Stdio => {
             tracing::info!(target: "mcp", "serving {name} {version} on stdio");
-            crate::transport::stdio::serve(server)
+            return crate::transport::stdio::serve(server)
                 .await
-                .map_err(|e| format!("stdio transport failed: {e}"))
+                .map_err(|e| format!("stdio transport failed: {e}"));
         }
-        TransportArg::Http | TransportArg::Sse => Err(format!(
-            "the {} transport is not built yet in this version of mcp; use --transport stdio \
-             (it would have listened on {bind})",
+        TransportArg::Http => http::router(server, config.clone()),
+        TransportArg::Sse => crate::transport::sse::router(server, config.clone()),
+    };
+    let app = built.map_err(|e| match e {
+        HttpError::Refused(refusal) => format!(
+            "refusing to serve {name} over {}:\n{refusal}\n{CLI_OPT_OUT}",
             transport.as_str()
-        )),
-    }
+        ),
+        other => other.to_string(),
+    })?;
+    let bound = http::HttpServer::bind(app, config, network.bind)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", network.bind))?;
+    let addr = bound.local_addr().map_err(|e| e.to_string())?;
+    let endpoints = match (transport, network.legacy_sse) {
+        (TransportArg::Http, false) => format!("Streamable HTTP at http://{addr}/mcp"),
+        (TransportArg::Http, true) => {
+            format!("Streamable HTTP at http://{addr}/mcp and HTTP+SSE at http://{addr}/sse")
+        }
+        _ => format!("HTTP+SSE at http://{addr}/sse"),
+    };
+    tracing::info!(target: "mcp", "serving {name} {version}: {endpoints}");
+    bound.run().await.map_err(|e| e.to_string())
 }
 
 fn init_logging(filter: &str) {
@@ -288,18 +388,24 @@ mod tests {
     }
 
     #[test]
-    fn network_transports_say_they_are_not_built() {
-        let server = Server::builder("x", "1").build().unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let e = rt
-            .block_on(serve(
-                server,
-                TransportArg::Http,
-                "127.0.0.1:1".parse().unwrap(),
-            ))
-            .unwrap_err();
-        assert!(e.contains("http transport is not built yet"), "{e}");
+    fn network_flags_parse_with_loopback_8080_by_default() {
+        let cli = Cli::try_parse_from([
+            "x",
+            "--transport",
+            "http",
+            "--bind",
+            "127.0.0.1:0",
+            "--legacy-sse",
+            "--allow-unauthorized-for-local-development",
+        ])
+        .unwrap();
+        assert_eq!(cli.options.transport, Some(TransportArg::Http));
+        assert_eq!(cli.options.bind, "127.0.0.1:0".parse().unwrap());
+        assert!(cli.options.legacy_sse);
+        assert!(cli.options.allow_unauthorized_for_local_development);
+        let cli = Cli::try_parse_from(["x"]).unwrap();
+        assert!(!cli.options.legacy_sse);
+        assert!(!cli.options.allow_unauthorized_for_local_development);
+        assert_eq!(cli.options.bind, "127.0.0.1:8080".parse().unwrap());
     }
 }

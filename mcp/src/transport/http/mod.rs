@@ -1,6 +1,7 @@
-//! Serving a [`Server`] over HTTP: the Streamable HTTP transport (protocol 2025-03-26 to
-//! 2025-11-25, one endpoint, default `/mcp`), optionally the legacy HTTP+SSE transport
-//! (2024-11-05) beside it, and the safety rules both share.
+//! Serving a [`Server`] over HTTP: the Streamable HTTP transport (one endpoint, default
+//! `/mcp`, serving the handshake era, protocol 2025-03-26 to 2025-11-25, and the stateless
+//! 2026-07-28 revision side by side), optionally the legacy HTTP+SSE transport
+//! (2024-11-05) beside it, and the safety rules they share.
 //!
 //! [`router`] returns an [`axum::Router`] to mount in an application of your own (with your
 //! own tower layers); [`serve`] binds an address (127.0.0.1 unless told otherwise), sets
@@ -54,9 +55,41 @@
 //! Idle sessions expire; their number is capped (503 when full). Disconnecting from a
 //! stream does not cancel its request (`notifications/cancelled` does).
 //!
-//! Requests without `Mcp-Session-Id` (other than `initialize`) get 400 unless
+//! Handshake-era requests without `Mcp-Session-Id` (other than `initialize`) get 400 unless
 //! [`HttpConfig::allow_sessionless_requests`] is on; then they run on one shared anonymous
 //! connection that is never sent a request (no elicitation) and gets no progress or logs.
+//!
+//! # The stateless revision (2026-07-28)
+//!
+//! The era is chosen per request on the same endpoint: a request with `Mcp-Session-Id`, an
+//! `initialize` without a modern marker, or one whose `MCP-Protocol-Version` names a
+//! handshake revision while its body has no `_meta` protocol version is handshake-era;
+//! everything else is stateless. A stateless request carries its own metadata in `_meta`
+//! and mirrors it in headers (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, and
+//! `Mcp-Param-*` for tool arguments whose schema has `x-mcp-header`); the headers are
+//! checked against the body before anything runs, then the version and the method:
+//!
+//! | Outcome | Status | JSON-RPC error |
+//! |---|---|---|
+//! | `_meta` declares a version, no `MCP-Protocol-Version` header | 400 | -32020 |
+//! | `_meta` lacks `protocolVersion` or `clientCapabilities` | 400 | -32602 |
+//! | a header missing, malformed (bad base64) or not matching the body | 400 | -32020 |
+//! | a version this server does not speak | 400 | -32022 `{supported, requested}` |
+//! | a method this revision does not have (`initialize`, `ping`, ...) | 404 | -32601 |
+//! | a client capability the request needed but did not declare | 400 | -32021 |
+//! | a response, as JSON or as an SSE stream | 200 | |
+//! | a notification | 202, empty body | |
+//! | `GET` or `DELETE` without `Mcp-Session-Id` | 405 | -32600 |
+//!
+//! Every error keeps the request's id. A response is plain JSON unless the request
+//! produces notifications first (progress; logs when its `_meta` asks for a level): then
+//! it is an SSE stream of that request's notifications followed by its response. Closing
+//! the stream cancels the request (its handler's future is dropped).
+//! `subscriptions/listen` answers with a long-lived stream: the acknowledgement, the
+//! change notifications it asked for (raised by any request or by the application),
+//! keep-alive comments, and the listen's final result when the server shuts down
+//! ([`serve`] and [`HttpServer`] call [`Server::shutdown`] on Ctrl-C, SIGTERM or the
+//! shutdown token). No session id is minted or echoed, and `Last-Event-ID` is ignored.
 //!
 //! No CORS headers are added: a browser-based client on another origin needs a CORS layer
 //! of your own (for example tower-http's `CorsLayer`) that allows the MCP headers and
@@ -81,6 +114,7 @@ use std::future::Future;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Router;
 use axum::http::StatusCode;
@@ -169,6 +203,38 @@ pub(crate) struct App {
     pub(crate) bearer: Option<Arc<BearerAuth>>,
     pub(crate) sessions: Arc<super::streamable_http::SessionTable>,
     pub(crate) sse_sessions: Arc<super::sse::SseTable>,
+    /// Whether the task that shuts the server down with the router is running.
+    shutdown_watched: AtomicBool,
+    /// Cancelled when the router is dropped, ending that task.
+    dropped: CancellationToken,
+}
+
+impl App {
+    /// Starts (once: when the router is built inside a runtime, else on the first request)
+    /// the task
+    /// that calls [`Server::shutdown`] when the configuration's shutdown token is
+    /// cancelled: open `subscriptions/listen` streams then end with their final result
+    /// while the HTTP server drains.
+    pub(crate) fn watch_shutdown(&self) {
+        if self.shutdown_watched.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let server = self.server.clone();
+        let shutdown = self.config.shutdown.clone();
+        let dropped = self.dropped.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = shutdown.cancelled() => server.shutdown(),
+                _ = dropped.cancelled() => {}
+            }
+        });
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        self.dropped.cancel();
+    }
 }
 
 /// The router serving Streamable HTTP at the configured endpoint (and the legacy HTTP+SSE
@@ -253,6 +319,8 @@ pub(crate) fn build(
         max_body,
         bearer: bearer.clone(),
         config,
+        shutdown_watched: AtomicBool::new(false),
+        dropped: CancellationToken::new(),
     });
 
     let mut mcp = Router::new();
@@ -272,6 +340,11 @@ pub(crate) fn build(
             metadata = metadata.route(&path, get(oauth::metadata_handler));
         }
         mcp = mcp.merge(metadata.with_state(Arc::clone(auth)));
+    }
+    if tokio::runtime::Handle::try_current().is_ok() {
+        // Built inside a runtime (the usual case): watch for shutdown from the start.
+        // Otherwise the first request starts the watch.
+        app.watch_shutdown();
     }
     let guarded = mcp.layer(axum::middleware::from_fn_with_state(
         Arc::new(guard),

@@ -1,17 +1,28 @@
-//! The Streamable HTTP transport, handshake era (protocol 2025-03-26 to 2025-11-25): POST,
-//! GET and DELETE on one endpoint. See [`crate::transport::http`] for the public API and the
-//! rules it follows.
+//! The Streamable HTTP transport: the handshake era (protocol 2025-03-26 to 2025-11-25:
+//! sessions, POST, GET and DELETE) and the stateless 2026-07-28 revision, served together
+//! on one endpoint. See [`crate::transport::http`] for the public API and the rules it
+//! follows.
 //!
-//! # Which path a POST takes
+//! # Which path a request takes
 //!
-//! [`classify`] picks, per request: the session path when it carries `Mcp-Session-Id`; a
-//! new session for `initialize`; otherwise the sessionless path (400 unless sessionless
-//! requests are allowed). The stateless 2026-07-28 era slots in as one more branch there:
-//! a request without a session that is not a handshake `initialize` and carries a modern
-//! marker (`_meta` protocolVersion, or an `MCP-Protocol-Version` that is not a handshake
-//! revision) goes to the stateless path.
+//! [`classify`] picks, per request:
+//!
+//! - the **session** path when it carries `Mcp-Session-Id`;
+//! - a **new session** for `initialize` without a modern marker (a `_meta` protocol
+//!   version in the body, or an `MCP-Protocol-Version` header that is not a handshake
+//!   revision);
+//! - the **sessionless handshake** path when the body has no `_meta` protocol version and
+//!   the header names a handshake revision (400 unless sessionless requests are allowed;
+//!   when they are, a request with neither marker takes this path too, as a client older
+//!   than the header would send it);
+//! - the **stateless** 2026-07-28 path for everything else ([`stateless`]).
+//!
+//! GET and DELETE without `Mcp-Session-Id` get 405: the stateless revision has no stream
+//! to open and no session to end.
 
+mod headers;
 mod session;
+mod stateless;
 
 use std::sync::Arc;
 
@@ -66,15 +77,67 @@ enum Route {
     Session(String),
     /// `initialize` without a session: a new session.
     Initialize,
-    /// No session and not `initialize`.
+    /// A handshake-era request without a session.
     Sessionless,
+    /// The stateless 2026-07-28 revision.
+    Stateless,
 }
 
-fn classify(session: Option<String>, initialize: bool) -> Route {
-    match session {
-        Some(id) => Route::Session(id),
-        None if initialize => Route::Initialize,
-        None => Route::Sessionless,
+/// What the `MCP-Protocol-Version` header says about the era.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum VersionHeader {
+    /// No header.
+    Absent,
+    /// A handshake revision (2025-06-18 or 2025-11-25 in practice).
+    Handshake,
+    /// Anything else: 2026-07-28, a revision this server does not know, or junk.
+    Other,
+}
+
+impl VersionHeader {
+    fn of(headers: &HeaderMap) -> Self {
+        match headers.get(&VERSION_HEADER) {
+            None => VersionHeader::Absent,
+            Some(v) => match v.to_str().map(|t| t.trim().parse::<ProtocolVersion>()) {
+                Ok(Ok(v)) if ProtocolVersion::HANDSHAKE.contains(&v) => VersionHeader::Handshake,
+                _ => VersionHeader::Other,
+            },
+        }
+    }
+}
+
+/// What a POST shows about its era.
+#[derive(Debug)]
+struct Signals {
+    /// The `Mcp-Session-Id` header.
+    session: Option<String>,
+    /// The body is an `initialize` request.
+    initialize: bool,
+    /// The body's `_meta` declares a protocol version.
+    modern_meta: bool,
+    /// The `MCP-Protocol-Version` header.
+    header: VersionHeader,
+    /// Whether handshake requests without a session are served.
+    sessionless: bool,
+}
+
+fn classify(s: Signals) -> Route {
+    if let Some(id) = s.session {
+        return Route::Session(id);
+    }
+    if s.modern_meta || s.header == VersionHeader::Other {
+        return Route::Stateless;
+    }
+    if s.initialize {
+        return Route::Initialize;
+    }
+    match s.header {
+        VersionHeader::Handshake => Route::Sessionless,
+        // Neither marker: a handshake client older than the header when sessionless
+        // requests are served (it may be treated as 2025-03-26), the stateless revision
+        // (which then explains what the request lacks) otherwise.
+        _ if s.sessionless => Route::Sessionless,
+        _ => Route::Stateless,
     }
 }
 
@@ -128,6 +191,30 @@ fn session_not_found() -> Response {
         StatusCode::NOT_FOUND,
         codes::INVALID_REQUEST,
         "Session not found: it expired, was deleted or never existed; send initialize without Mcp-Session-Id to start a new one",
+    )
+}
+
+/// 405 with a JSON-RPC body and `Allow: POST`.
+fn method_not_allowed(message: &'static str) -> Response {
+    let mut r = rpc_error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        codes::INVALID_REQUEST,
+        message,
+    );
+    r.headers_mut()
+        .insert(axum::http::header::ALLOW, HeaderValue::from_static("POST"));
+    r
+}
+
+fn no_stream_without_session() -> Response {
+    method_not_allowed(
+        "Method Not Allowed: GET opens the stream of a handshake-era session and needs Mcp-Session-Id; protocol 2026-07-28 has no GET stream (use subscriptions/listen)",
+    )
+}
+
+fn no_session_to_end() -> Response {
+    method_not_allowed(
+        "Method Not Allowed: DELETE ends a handshake-era session and needs Mcp-Session-Id; protocol 2026-07-28 has no sessions",
     )
 }
 
@@ -199,13 +286,31 @@ async fn post_handler(
         Ok(s) => s,
         Err(r) => return r,
     };
-    if let Err(r) = version_header(&headers) {
-        return r;
-    }
+    app.watch_shutdown();
     let incoming = decode(&bytes);
-    let initialize = matches!(&incoming, Incoming::Single(Ok(Message::Request(r))) if r.method == methods::INITIALIZE);
-    match classify(session_id, initialize) {
+    let (initialize, modern_meta) = match &incoming {
+        Incoming::Single(Ok(Message::Request(r))) => (
+            r.method == methods::INITIALIZE,
+            session_id.is_none() && stateless::declares_version(r.params.as_deref()),
+        ),
+        Incoming::Single(Ok(Message::Notification(n))) => (
+            false,
+            session_id.is_none() && stateless::declares_version(n.params.as_deref()),
+        ),
+        _ => (false, false),
+    };
+    let route = classify(Signals {
+        session: session_id,
+        initialize,
+        modern_meta,
+        header: VersionHeader::of(&headers),
+        sessionless: app.config.sessionless,
+    });
+    match route {
         Route::Session(id) => {
+            if let Err(r) = version_header(&headers) {
+                return r;
+            }
             let session = match lookup(&app, &id, principal.as_deref()) {
                 Ok(s) => s,
                 Err(r) => return r,
@@ -234,6 +339,7 @@ async fn post_handler(
             Incoming::Single(Err(e)) => decode_error(&e),
             _ => session_required(),
         },
+        Route::Stateless => stateless::post(&app, &headers, incoming, principal).await,
     }
 }
 
@@ -589,6 +695,11 @@ async fn get_handler(
     principal: MaybePrincipal,
     headers: HeaderMap,
 ) -> Response {
+    let id = match session_header(&headers) {
+        Ok(Some(id)) => id,
+        Ok(None) => return no_stream_without_session(),
+        Err(r) => return r,
+    };
     if !accepts(&headers, "text/event-stream") {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
@@ -597,11 +708,6 @@ async fn get_handler(
         );
     }
     let principal = principal_of(principal);
-    let id = match session_header(&headers) {
-        Ok(Some(id)) => id,
-        Ok(None) => return session_required(),
-        Err(r) => return r,
-    };
     if let Err(r) = version_header(&headers) {
         return r;
     }
@@ -668,7 +774,7 @@ async fn delete_handler(
     let principal = principal_of(principal);
     let id = match session_header(&headers) {
         Ok(Some(id)) => id,
-        Ok(None) => return session_required(),
+        Ok(None) => return no_session_to_end(),
         Err(r) => return r,
     };
     if let Err(r) = version_header(&headers) {
@@ -687,15 +793,70 @@ async fn delete_handler(
 mod tests {
     use super::*;
 
+    fn route(
+        session: Option<&str>,
+        initialize: bool,
+        modern_meta: bool,
+        header: VersionHeader,
+        sessionless: bool,
+    ) -> Route {
+        classify(Signals {
+            session: session.map(str::to_owned),
+            initialize,
+            modern_meta,
+            header,
+            sessionless,
+        })
+    }
+
     #[test]
-    fn classification_follows_the_session_and_initialize() {
+    fn classification_follows_the_era_rules() {
+        use VersionHeader::{Absent, Handshake, Other};
+        // A session wins over everything.
+        for (init, meta, header) in [(false, false, Absent), (true, true, Other)] {
+            assert_eq!(
+                route(Some("s"), init, meta, header, false),
+                Route::Session("s".into())
+            );
+        }
+        // initialize starts a session unless it carries a modern marker.
+        assert_eq!(route(None, true, false, Absent, false), Route::Initialize);
         assert_eq!(
-            classify(Some("s".into()), false),
-            Route::Session("s".into())
+            route(None, true, false, Handshake, false),
+            Route::Initialize
         );
-        assert_eq!(classify(Some("s".into()), true), Route::Session("s".into()));
-        assert_eq!(classify(None, true), Route::Initialize);
-        assert_eq!(classify(None, false), Route::Sessionless);
+        assert_eq!(route(None, true, true, Absent, false), Route::Stateless);
+        assert_eq!(route(None, true, false, Other, false), Route::Stateless);
+        // A handshake header without _meta is the handshake era.
+        assert_eq!(
+            route(None, false, false, Handshake, false),
+            Route::Sessionless
+        );
+        assert_eq!(
+            route(None, false, false, Handshake, true),
+            Route::Sessionless
+        );
+        // _meta wins over a handshake header (the header then mismatches: -32020).
+        assert_eq!(route(None, false, true, Handshake, false), Route::Stateless);
+        assert_eq!(route(None, false, false, Other, true), Route::Stateless);
+        // No marker at all: stateless, unless sessionless handshake requests are served.
+        assert_eq!(route(None, false, false, Absent, false), Route::Stateless);
+        assert_eq!(route(None, false, false, Absent, true), Route::Sessionless);
+    }
+
+    #[test]
+    fn version_headers_are_classified_by_era() {
+        let mut h = HeaderMap::new();
+        assert_eq!(VersionHeader::of(&h), VersionHeader::Absent);
+        for (value, era) in [
+            ("2025-11-25", VersionHeader::Handshake),
+            (" 2025-03-26 ", VersionHeader::Handshake),
+            ("2026-07-28", VersionHeader::Other),
+            ("v999", VersionHeader::Other),
+        ] {
+            h.insert(VERSION_HEADER, HeaderValue::from_static(value));
+            assert_eq!(VersionHeader::of(&h), era, "{value}");
+        }
     }
 
     #[test]

@@ -1,0 +1,386 @@
+//! The stateless revision (2026-07-28) on the Streamable HTTP endpoint: one POST per
+//! request, no session, every request carrying its own metadata in `_meta` and mirrored
+//! in headers.
+//!
+//! # Validation, in order
+//!
+//! 1. `_meta` declares a protocol version but `MCP-Protocol-Version` is absent: 400, -32020.
+//! 2. `_meta` lacks a required member (`protocolVersion`, `clientCapabilities`), or the
+//!    params are not an object: 400, -32602.
+//! 3. A header disagrees with the body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`,
+//!    `Mcp-Param-*`), is missing, or is malformed: 400, -32020.
+//! 4. The version is not one this server speaks: 400, -32022 with `supported` and
+//!    `requested`.
+//! 5. The method does not exist in this revision (including the handshake-only ones) or
+//!    belongs to a capability the server does not offer: 404, -32601.
+//! 6. The request needs a client capability its `_meta` does not declare: 400, -32021.
+//!
+//! Every error keeps the request's id and has a JSON-RPC body, so a client can tell a
+//! modern server from a legacy one. Other JSON-RPC errors (an unknown tool, bad arguments)
+//! are answered with 200.
+//!
+//! # Responses
+//!
+//! A request is answered with one JSON body when nothing comes before its response, and
+//! with an SSE stream (`X-Accel-Buffering: no`, no event ids: streams are not resumable)
+//! when something does: only that request's own notifications (progress; logs when its
+//! `_meta` asks for a level), then its response, which ends the stream. The server never
+//! sends a request on this revision. A `subscriptions/listen` stream starts with its
+//! acknowledgement, carries the change notifications it asked for, gets keep-alive
+//! comments while idle, and ends with the listen's result when the server shuts down.
+//!
+//! Closing the stream (or the connection) cancels the request: its handler's future is
+//! dropped. A notification is answered 202 with an empty body. No `Mcp-Session-Id` is
+//! minted or echoed, and `Last-Event-ID` means nothing here.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+
+use super::headers::{self, Mirrored};
+use super::session::LIVE_CAPACITY;
+use super::{VERSION_HEADER, accepted, decode_error, step_up};
+use crate::auth::Principal;
+use crate::protocol::jsonrpc::Incoming;
+use crate::protocol::{
+    Era, ErrorObject, Message, Meta, Request, RequestId, RequestMeta, codes, meta_keys,
+};
+use crate::server::{ConnId, Outbound, Reply, RequestExtras, Transport};
+use crate::transport::http::sse_body::{Stops, message_event, sse_response};
+use crate::transport::http::{App, bad_request, json_response};
+
+/// The connection every stateless request is served on. It never has a transport
+/// attached: the server keeps nothing about a caller between requests and never asks it
+/// anything outside a result.
+const STATELESS: &str = "http-stateless";
+
+/// Serves one POST of the stateless revision.
+pub(super) async fn post(
+    app: &Arc<App>,
+    headers: &HeaderMap,
+    incoming: Incoming,
+    principal: Option<Arc<Principal>>,
+) -> Response {
+    match incoming {
+        Incoming::Single(Err(e)) => decode_error(&e),
+        Incoming::Batch(_) => bad_request(
+            "Invalid request: a POST carries exactly one JSON-RPC message; batches are not part of protocol 2026-07-28",
+        ),
+        // This revision defines no client notifications over HTTP (closing a stream is the
+        // cancellation): accepted, and nothing to act on.
+        Incoming::Single(Ok(Message::Notification(_))) => accepted(),
+        Incoming::Single(Ok(Message::Response(_))) => bad_request(
+            "Invalid request: clients send no responses in protocol 2026-07-28; answer an input-required result by retrying the request with inputResponses",
+        ),
+        Incoming::Single(Ok(Message::Request(request))) => {
+            serve(app, headers, request, principal).await
+        }
+    }
+}
+
+/// The members of a request's params that validation reads.
+#[derive(Deserialize)]
+struct Params<'a> {
+    #[serde(rename = "_meta", default)]
+    meta: Option<Meta>,
+    #[serde(default)]
+    name: Option<Value>,
+    #[serde(default)]
+    uri: Option<Value>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+/// Whether a body's params declare a protocol version in `_meta`: the mark of a request
+/// of the stateless revision. Parses only when the key appears at all.
+pub(super) fn declares_version(params: Option<&RawValue>) -> bool {
+    #[derive(Deserialize)]
+    struct OnlyMeta {
+        #[serde(rename = "_meta", default)]
+        meta: Option<Meta>,
+    }
+    let Some(raw) = params else { return false };
+    if !raw.get().contains(meta_keys::PROTOCOL_VERSION) {
+        return false;
+    }
+    serde_json::from_str::<OnlyMeta>(raw.get())
+        .ok()
+        .and_then(|p| p.meta)
+        .is_some_and(|m| m.contains_key(meta_keys::PROTOCOL_VERSION))
+}
+
+/// A refusal before dispatch: its status and error.
+struct Refusal(StatusCode, ErrorObject);
+
+/// Steps 1 to 3 of the validation (see the module docs).
+fn validate(app: &App, headers: &HeaderMap, request: &Request) -> Result<(), Refusal> {
+    let params: Params<'_> = match request.params.as_deref() {
+        Some(raw) => serde_json::from_str(raw.get()).map_err(|_| {
+            Refusal(
+                StatusCode::BAD_REQUEST,
+                ErrorObject::invalid_params(
+                    "Invalid params: params must be an object carrying _meta",
+                ),
+            )
+        })?,
+        None => Params {
+            meta: None,
+            name: None,
+            uri: None,
+            arguments: None,
+        },
+    };
+    let declared = params
+        .meta
+        .as_ref()
+        .is_some_and(|m| m.contains_key(meta_keys::PROTOCOL_VERSION));
+    if declared && !headers.contains_key(VERSION_HEADER) {
+        return Err(Refusal(
+            StatusCode::BAD_REQUEST,
+            ErrorObject::new(
+                codes::HEADER_MISMATCH,
+                "Header mismatch: the MCP-Protocol-Version header is required and must equal _meta[\"io.modelcontextprotocol/protocolVersion\"]",
+            ),
+        ));
+    }
+    let meta = RequestMeta::from_meta(params.meta.as_ref()).map_err(|e| {
+        let crate::protocol::MetaError::Invalid(reason) = e;
+        let hint = if params.meta.is_none() {
+            "; a 2026-07-28 request carries _meta with io.modelcontextprotocol/protocolVersion \
+             and io.modelcontextprotocol/clientCapabilities (a handshake-era client sends \
+             initialize first and then Mcp-Session-Id)"
+        } else {
+            ""
+        };
+        Refusal(
+            StatusCode::BAD_REQUEST,
+            ErrorObject::invalid_params(format!("Invalid params: {reason}{hint}")),
+        )
+    })?;
+    let mirrored = Mirrored {
+        method: &request.method,
+        protocol_version: &meta.protocol_version,
+        name: params.name.as_ref(),
+        uri: params.uri.as_ref(),
+        arguments: params.arguments,
+    };
+    headers::check(headers, &mirrored, app.server.registry()).map_err(|m| {
+        Refusal(
+            StatusCode::BAD_REQUEST,
+            ErrorObject::new(codes::HEADER_MISMATCH, m.0),
+        )
+    })
+}
+
+/// The status of an error the server answered with.
+fn status_for(code: Option<i32>) -> StatusCode {
+    match code {
+        Some(codes::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        Some(
+            codes::HEADER_MISMATCH
+            | codes::MISSING_CLIENT_CAPABILITY
+            | codes::UNSUPPORTED_PROTOCOL_VERSION,
+        ) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+fn refuse(id: &RequestId, Refusal(status, error): Refusal) -> Response {
+    json_response(status, Reply::error(Some(id), &error).into_frame())
+}
+
+async fn serve(
+    app: &Arc<App>,
+    headers: &HeaderMap,
+    request: Request,
+    principal: Option<Arc<Principal>>,
+) -> Response {
+    if let Err(refusal) = validate(app, headers, &request) {
+        return refuse(&request.id, refusal);
+    }
+    // Steps 4 and 5, answered as the dispatcher would answer them, here so that a scope
+    // challenge never hides them.
+    if let Err(e) = app
+        .server
+        .modern_meta(&request.method, request.params.as_deref())
+    {
+        let status = status_for(Some(e.code));
+        return refuse(&request.id, Refusal(status, e));
+    }
+    if let Some(refusal) = step_up(app, &request, principal.as_deref()) {
+        return refusal;
+    }
+    run(app, request, principal).await
+}
+
+/// How the task running a request wants it answered.
+enum Answer {
+    /// The response came before anything else.
+    Json(Reply),
+    /// Something came first: the answer is the SSE stream.
+    Stream,
+}
+
+/// Aborts the task running a request when dropped: when the client goes away before the
+/// answer, or closes the SSE stream.
+struct AbortOnDrop(AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Runs the request on a task of its own and answers with its response as JSON, or with
+/// an SSE stream as soon as it produces a notification before its response.
+async fn run(app: &Arc<App>, request: Request, principal: Option<Arc<Principal>>) -> Response {
+    let id = request.id.clone();
+    let (answer_tx, answer_rx) = oneshot::channel();
+    let (live_tx, live_rx) = mpsc::channel(LIVE_CAPACITY);
+    let task = tokio::spawn(exchange(
+        app.server.clone(),
+        request,
+        principal,
+        app.server.config().outbound_capacity,
+        live_tx,
+        answer_tx,
+    ));
+    let guard = AbortOnDrop(task.abort_handle());
+    match answer_rx.await {
+        Ok(Answer::Json(reply)) => {
+            json_response(status_for(reply.error_code()), reply.into_frame())
+        }
+        Ok(Answer::Stream) => sse_response(
+            live_rx,
+            app.config.keep_alive,
+            Stops::default(),
+            guard,
+            Vec::new(),
+        ),
+        Err(_) => {
+            tracing::error!(target: "mcp::http", "a stateless request ended without an answer");
+            json_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Reply::error(
+                    Some(&id),
+                    &ErrorObject::internal("Internal error: the request ended without a response"),
+                )
+                .into_frame(),
+            )
+        }
+    }
+}
+
+async fn exchange(
+    server: crate::Server,
+    request: Request,
+    principal: Option<Arc<Principal>>,
+    capacity: usize,
+    live_tx: mpsc::Sender<Bytes>,
+    answer_tx: oneshot::Sender<Answer>,
+) {
+    let id = request.id.clone();
+    let (sink, mut rx) = Outbound::channel(capacity);
+    let conn = ConnId::new(STATELESS);
+    let work = server.handle_detached(
+        &conn,
+        Transport::Http,
+        Message::Request(request),
+        RequestExtras {
+            sink: Some(sink),
+            principal,
+            era: Some(Era::Stateless),
+        },
+    );
+    tokio::pin!(work);
+    let mut answer = Some(answer_tx);
+    let mut sink_open = true;
+    let reply = loop {
+        tokio::select! {
+            biased;
+            reply = &mut work => break reply,
+            frame = rx.recv(), if sink_open => match frame {
+                Some(frame) => {
+                    if let Some(tx) = answer.take()
+                        && tx.send(Answer::Stream).is_err()
+                    {
+                        return;
+                    }
+                    if live_tx.send(message_event(None, &frame)).await.is_err() {
+                        // The stream's reader is gone: nobody is left to answer.
+                        return;
+                    }
+                }
+                None => sink_open = false,
+            },
+        }
+    };
+    // A request always has a response; a missing one is an internal failure, still
+    // answered so the client is not left waiting.
+    let reply = reply.unwrap_or_else(|| {
+        Reply::error(
+            Some(&id),
+            &ErrorObject::internal("Internal error: the request ended without a response"),
+        )
+    });
+    // What was queued before the response was produced before it.
+    let mut early = Vec::new();
+    while let Ok(frame) = rx.try_recv() {
+        early.push(frame);
+    }
+    if let Some(tx) = answer.take() {
+        if early.is_empty() {
+            let _ = tx.send(Answer::Json(reply));
+            return;
+        }
+        if tx.send(Answer::Stream).is_err() {
+            return;
+        }
+    }
+    for frame in early {
+        if live_tx.send(message_event(None, &frame)).await.is_err() {
+            return;
+        }
+    }
+    let _ = live_tx.send(message_event(None, reply.frame())).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(s: &str) -> Box<RawValue> {
+        RawValue::from_string(s.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn a_version_in_meta_marks_the_stateless_revision() {
+        let yes = raw(r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#);
+        assert!(declares_version(Some(&yes)));
+        // The key elsewhere (in an argument) is not a declaration.
+        let no = raw(
+            r#"{"arguments":{"io.modelcontextprotocol/protocolVersion":"x"},"_meta":{"progressToken":1}}"#,
+        );
+        assert!(!declares_version(Some(&no)));
+        assert!(!declares_version(Some(&raw("[1]"))));
+        assert!(!declares_version(None));
+    }
+
+    #[test]
+    fn statuses_follow_the_revision() {
+        assert_eq!(status_for(Some(-32601)), StatusCode::NOT_FOUND);
+        for code in [-32020, -32021, -32022] {
+            assert_eq!(status_for(Some(code)), StatusCode::BAD_REQUEST);
+        }
+        for code in [Some(-32602), Some(-32603), None] {
+            assert_eq!(status_for(code), StatusCode::OK);
+        }
+    }
+}
