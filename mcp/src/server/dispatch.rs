@@ -156,7 +156,9 @@ impl Server {
             return Some(reply);
         }
         if tracked {
-            conn.in_flight.lock().insert(scope.id.clone(), cancel.clone());
+            conn.in_flight
+                .lock()
+                .insert(scope.id.clone(), cancel.clone());
             // The connection may have closed while the request ran its first poll.
             if conn.closed.is_cancelled() {
                 cancel.cancel();

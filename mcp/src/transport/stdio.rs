@@ -9,8 +9,8 @@
 //! protocol messages only. On stdin EOF, parked elicitations close, running requests get a
 //! short grace period, and the transport returns.
 
-use std::io;
 use std::future::Future as _;
+use std::io;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
