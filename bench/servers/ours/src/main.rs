@@ -1,8 +1,7 @@
 //! The benchmark server on this framework: the same four entries as the rmcp and floor
 //! servers (`echo`, `add`, one text resource, one prompt), written the way a user would write
-//! them. `--transport stdio` and the rest of the command line are the generated ones;
-//! `--transport http --bind ADDR` is served here with `mcp::transport::http::serve` until
-//! the generated command line serves HTTP itself.
+//! them. `--transport stdio|http` and `--bind` come from the generated command line (the
+//! driver sets MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT: no server here authorizes).
 
 use mcp::prelude::*;
 
@@ -46,44 +45,4 @@ mcp::server! {
     tools: [echo, add],
     resources: [about],
     prompts: [greet],
-    main: false,
-}
-
-fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("--transport")
-        && args.get(2).map(String::as_str) == Some("http")
-    {
-        let bind = match args.get(3).map(String::as_str) {
-            Some("--bind") => args.get(4).and_then(|a| a.parse().ok()),
-            _ => None,
-        }
-        .unwrap_or(mcp::transport::http::DEFAULT_ADDR);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        return match runtime.block_on(mcp::transport::http::serve(
-            server(),
-            // Like the rmcp and floor servers, no authorization: the comparison is of the
-            // same work. (A real deployment chooses an authorizer; see mcp::auth.)
-            mcp::transport::http::HttpConfig::new().allow_unauthorized_for_local_development(true),
-            bind,
-        )) {
-            Ok(()) => std::process::ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: {e}");
-                std::process::ExitCode::FAILURE
-            }
-        };
-    }
-    mcp::cli::main(
-        mcp::cli::App {
-            name: "bench-ours",
-            version: env!("CARGO_PKG_VERSION"),
-            about: None,
-            transport: mcp::Transport::Stdio,
-        },
-        server,
-    )
 }
