@@ -264,7 +264,9 @@ pub fn run(binary: &Path, era: Era, clients: usize, duration: Duration) -> Optio
         p50_us: percentile(&lat, 0.50) / 1000.0,
         p99_us: percentile(&lat, 0.99) / 1000.0,
         cpu_us_per_req: cpu / n.max(1) as f64,
-        peak_rss_kib: usage.max_rss_kib.max(hwm),
+        // VmHWM of the server's own image: ru_maxrss would also count the driver's pages
+        // the child had between fork and exec.
+        peak_rss_kib: hwm,
         errors,
     })
 }

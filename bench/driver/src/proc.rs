@@ -38,8 +38,6 @@ pub struct Child {
 pub struct Usage {
     /// User + system CPU time, in microseconds.
     pub cpu_us: f64,
-    /// Peak resident set size, in KiB.
-    pub max_rss_kib: u64,
 }
 
 /// Spawns `binary args` with stdin/stdout wired as `wiring`; returns the child and the
@@ -160,7 +158,6 @@ impl Child {
                 let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
                 return Usage {
                     cpu_us: us(ru.ru_utime) + us(ru.ru_stime),
-                    max_rss_kib: ru.ru_maxrss as u64,
                 };
             }
             if r < 0 {

@@ -195,7 +195,9 @@ pub fn run(binary: &Path, args: &[&str], wiring: Wiring, calls: u64, window: usi
         p50_us: percentile(&lat, 0.50) / 1000.0,
         p99_us: percentile(&lat, 0.99) / 1000.0,
         cpu_us_per_req: cpu / calls as f64,
-        peak_rss_kib: usage.max_rss_kib.max(hwm),
+        // VmHWM of the server's own image: ru_maxrss would also count the driver's pages
+        // the child had between fork and exec.
+        peak_rss_kib: hwm,
         errors: 0,
     }
 }
