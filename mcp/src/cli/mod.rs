@@ -235,10 +235,15 @@ impl Options {
         let transport = self
             .transport
             .unwrap_or_else(|| TransportArg::from_transport(default));
-        let runtime = match tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-        {
+        // stdio serves one client on one pipe: the reader runs each request's first poll
+        // itself, so a single-threaded runtime does the same work without cross-thread
+        // wake-ups. Network transports serve many clients and use every core. Either way, a
+        // handler with long CPU-bound work should move it to `tokio::task::spawn_blocking`.
+        let mut builder = match transport {
+            TransportArg::Stdio => tokio::runtime::Builder::new_current_thread(),
+            TransportArg::Http | TransportArg::Sse => tokio::runtime::Builder::new_multi_thread(),
+        };
+        let runtime = match builder.enable_all().build() {
             Ok(rt) => rt,
             Err(e) => {
                 eprintln!("error: could not start the async runtime: {e}");

@@ -38,6 +38,34 @@ impl RequestId {
     }
 }
 
+impl RequestId {
+    /// Appends the id as JSON to `out`.
+    pub(crate) fn push_json(&self, out: &mut String) {
+        match self {
+            RequestId::Number(n) => {
+                let mut digits = [0u8; 20];
+                let mut at = digits.len();
+                let mut v = n.unsigned_abs();
+                loop {
+                    at -= 1;
+                    digits[at] = b'0' + (v % 10) as u8;
+                    v /= 10;
+                    if v == 0 {
+                        break;
+                    }
+                }
+                if *n < 0 {
+                    out.push('-');
+                }
+                out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or("0"));
+            }
+            RequestId::String(s) => {
+                out.push_str(&serde_json::to_string(&**s).unwrap_or_else(|_| "null".into()));
+            }
+        }
+    }
+}
+
 impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -297,26 +325,27 @@ pub enum Incoming {
     Batch(Vec<Result<Message, DecodeError>>),
 }
 
-/// The envelope as it appears on the wire, before its shape is judged.
+/// The envelope as it appears on the wire, before its shape is judged. Its members borrow
+/// from the frame: only what a message keeps (the method, the params) is copied out.
 #[derive(Deserialize)]
-struct Envelope {
-    #[serde(default)]
-    jsonrpc: Option<Box<RawValue>>,
-    #[serde(default, deserialize_with = "present")]
-    id: Option<Box<RawValue>>,
-    #[serde(default)]
-    method: Option<Box<RawValue>>,
-    #[serde(default, deserialize_with = "present")]
-    params: Option<Box<RawValue>>,
-    #[serde(default, deserialize_with = "present")]
-    result: Option<Box<RawValue>>,
-    #[serde(default, deserialize_with = "present")]
-    error: Option<Box<RawValue>>,
+struct Envelope<'a> {
+    #[serde(default, borrow)]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    method: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
 }
 
 /// Keeps an explicit `null` as `Some("null")` so "absent" and "null" stay distinct.
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
-    Box::<RawValue>::deserialize(d).map(Some)
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
 /// Decodes one frame (a line on stdio, a body on HTTP).
@@ -331,7 +360,7 @@ pub fn decode(bytes: &[u8]) -> Incoming {
         ))));
     }
     if trimmed.first() == Some(&b'[') {
-        let items: Vec<Box<RawValue>> = match serde_json::from_slice(trimmed) {
+        let items: Vec<&RawValue> = match serde_json::from_slice(trimmed) {
             Ok(items) => items,
             Err(e) => return Incoming::Single(Err(DecodeError::Parse(strip_position(&e)))),
         };
@@ -363,7 +392,7 @@ pub(crate) fn strip_position(e: &serde_json::Error) -> String {
 }
 
 fn decode_object(bytes: &[u8]) -> Result<Message, DecodeError> {
-    let env: Envelope = match serde_json::from_slice(bytes) {
+    let env: Envelope<'_> = match serde_json::from_slice(bytes) {
         Ok(env) => env,
         Err(e) if e.is_syntax() || e.is_eof() => {
             return Err(DecodeError::Parse(strip_position(&e)));
@@ -375,7 +404,7 @@ fn decode_object(bytes: &[u8]) -> Result<Message, DecodeError> {
             });
         }
     };
-    let id = match &env.id {
+    let id = match env.id {
         None => None,
         Some(raw) => match serde_json::from_str::<RequestId>(raw.get()) {
             Ok(id) => Some(id),
@@ -391,7 +420,7 @@ fn decode_object(bytes: &[u8]) -> Result<Message, DecodeError> {
         id: id.clone(),
         reason: reason.to_owned(),
     };
-    match env.jsonrpc.as_deref().map(RawValue::get) {
+    match env.jsonrpc.map(RawValue::get) {
         Some("\"2.0\"") => {}
         Some(_) => return Err(invalid("jsonrpc must be \"2.0\"")),
         None => return Err(invalid("missing jsonrpc version")),
@@ -403,7 +432,7 @@ fn decode_object(bytes: &[u8]) -> Result<Message, DecodeError> {
             if first != Some(b'{') && first != Some(b'[') {
                 return Err(invalid("params must be an object or an array"));
             }
-            Some(raw)
+            Some(raw.to_owned())
         }
         None => None,
     };
@@ -421,7 +450,7 @@ fn decode_object(bytes: &[u8]) -> Result<Message, DecodeError> {
     match (id, env.result, env.error) {
         (Some(id), Some(result), None) => Ok(Message::Response(Response {
             id,
-            outcome: Ok(result),
+            outcome: Ok(result.to_owned()),
         })),
         (Some(id), None, Some(error)) => {
             let error = serde_json::from_str::<ErrorObject>(error.get()).unwrap_or_else(|_| {

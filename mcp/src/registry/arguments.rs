@@ -52,6 +52,11 @@ impl ToolArgs {
                 ),
             });
         }
+        // The common case pays for no path tracking: only arguments that fail are decoded
+        // again, tracking where, to explain the failure.
+        if let Ok(v) = serde_json::from_str::<T>(text) {
+            return Ok(v);
+        }
         let mut de = serde_json::Deserializer::from_str(text);
         match serde_path_to_error::deserialize::<_, T>(&mut de) {
             Ok(v) => Ok(v),

@@ -2,11 +2,15 @@
 //! code are tracked so `notifications/cancelled` (or the connection going away) can stop
 //! them, in which case no response is sent.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
+use tokio_util::sync::CancellationToken;
 
 use super::{ConnState, Reply, RequestExtras, Server};
 use crate::auth::{
@@ -72,6 +76,11 @@ impl Drop for Running {
     }
 }
 
+/// Polls `fut` once, in the calling task's context.
+async fn poll_once<F: Future + Unpin>(mut fut: F) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut fut).poll(cx))).await
+}
+
 /// Whether a method runs user code and so can be cancelled.
 fn cancellable(method: &str) -> bool {
     matches!(
@@ -134,12 +143,12 @@ impl Server {
         } else {
             None
         };
-        // Only a connection with a live transport can send notifications/cancelled.
+        // Only a connection with a live transport can send notifications/cancelled. Such a
+        // request gets a token of its own; the connection cancels it when it closes (see
+        // `ConnState::close`), once it is registered below.
         let tracked = cancellable(&method) && conn.has_subscriber();
         let cancel = if tracked {
-            let token = conn.closed.child_token();
-            conn.in_flight.lock().insert(id.clone(), token.clone());
-            token
+            CancellationToken::new()
         } else {
             conn.closed.clone()
         };
@@ -158,13 +167,12 @@ impl Server {
             },
             id,
         };
-        let reply = tokio::select! {
-            biased;
-            // A request the client cancelled gets no response. One stopped because the
-            // server closed the connection (its state was evicted, or another transport took
-            // over its id) is answered: the transport may still be there, and silence would
-            // leave its client waiting forever.
-            _ = cancel.cancelled() => conn.closed.is_cancelled().then(|| {
+        // A request the client cancelled gets no response. One stopped because the server
+        // closed the connection (its state was evicted, or another transport took over its
+        // id) is answered: the transport may still be there, and silence would leave its
+        // client waiting forever.
+        let stopped = |scope: &Scope| {
+            conn.closed.is_cancelled().then(|| {
                 Reply::error(
                     Some(&scope.id),
                     &ErrorObject::invalid_request(
@@ -172,8 +180,30 @@ impl Server {
                          evicted or its id was taken over); reconnect and initialize again",
                     ),
                 )
-            }),
-            reply = self.route(&scope, &method, params.as_deref()) => Some(reply),
+            })
+        };
+        if conn.closed.is_cancelled() {
+            return stopped(&scope);
+        }
+        let mut route = std::pin::pin!(self.route(&scope, &method, params.as_deref()));
+        // Most requests finish on their first poll; nothing can cancel them before that, so
+        // they never enter the in-flight table.
+        if let Poll::Ready(reply) = poll_once(route.as_mut()).await {
+            return Some(reply);
+        }
+        if tracked {
+            conn.in_flight
+                .lock()
+                .insert(scope.id.clone(), cancel.clone());
+            // The connection may have closed while the request ran its first poll.
+            if conn.closed.is_cancelled() {
+                cancel.cancel();
+            }
+        }
+        let reply = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => stopped(&scope),
+            reply = &mut route => Some(reply),
         };
         if tracked {
             conn.in_flight.lock().remove(&scope.id);

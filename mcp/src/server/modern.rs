@@ -64,12 +64,24 @@ fn decorate(
     server_info: Option<&str>,
     cache: Option<CacheHint>,
 ) -> String {
+    let mut out = String::with_capacity(json.len() + 160);
+    decorate_into(&mut out, json, result_type, server_info, cache);
+    out
+}
+
+/// [`decorate`], appending to `out`.
+fn decorate_into(
+    out: &mut String,
+    json: &str,
+    result_type: Option<&str>,
+    server_info: Option<&str>,
+    cache: Option<CacheHint>,
+) {
     let inner = json
         .trim()
         .strip_prefix('{')
         .and_then(|s| s.strip_suffix('}'))
         .unwrap_or("");
-    let mut out = String::with_capacity(json.len() + 160);
     out.push('{');
     let mut first = true;
     let mut sep = |out: &mut String| {
@@ -79,13 +91,13 @@ fn decorate(
         first = false;
     };
     if let Some(t) = result_type {
-        sep(&mut out);
+        sep(out);
         out.push_str("\"resultType\":\"");
         out.push_str(t);
         out.push('"');
     }
     if let Some(info) = server_info {
-        sep(&mut out);
+        sep(out);
         out.push_str("\"_meta\":{\"");
         out.push_str(meta_keys::SERVER_INFO);
         out.push_str("\":");
@@ -93,19 +105,20 @@ fn decorate(
         out.push('}');
     }
     if let Some(c) = cache {
-        sep(&mut out);
-        out.push_str(&format!(
+        use std::fmt::Write as _;
+        sep(out);
+        let _ = write!(
+            out,
             "\"ttlMs\":{},\"cacheScope\":\"{}\"",
             c.ttl_ms,
             c.scope.as_str()
-        ));
+        );
     }
     if !inner.trim().is_empty() {
-        sep(&mut out);
+        sep(out);
         out.push_str(inner);
     }
     out.push('}');
-    out
 }
 
 /// One open `subscriptions/listen` stream.
@@ -233,15 +246,15 @@ impl Server {
     pub(crate) fn reply_raw(&self, scope: &Scope, json: &str, cache: Option<CacheHint>) -> Reply {
         match scope.caller.modern {
             None => Reply::raw_result(&scope.id, json),
-            Some(_) => Reply::raw_result(
-                &scope.id,
-                &decorate(
+            Some(_) => Reply::result_with(&scope.id, json.len() + 160, |frame| {
+                decorate_into(
+                    frame,
                     json,
                     Some("complete"),
                     Some(&self.inner.server_info_json),
                     cache,
-                ),
-            ),
+                )
+            }),
         }
     }
 
@@ -254,6 +267,11 @@ impl Server {
     ) -> Reply {
         if scope.caller.modern.is_none() {
             return Reply::result(&scope.id, &result);
+        }
+        if result.meta_mut().is_none() {
+            // No `_meta` of its own: the server's identity is spliced in as the whole `_meta`.
+            let json = serde_json::to_string(&result).unwrap_or_else(|_| "{}".into());
+            return self.reply_raw(scope, &json, cache);
         }
         let info = serde_json::to_value(&self.inner.info).unwrap_or_default();
         result

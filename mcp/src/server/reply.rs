@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::protocol::jsonrpc::{encode_error, encode_result};
+use crate::protocol::jsonrpc::encode_error;
 use crate::protocol::{ErrorObject, RequestId};
 
 /// A response ready to write.
@@ -16,15 +16,18 @@ pub struct Reply {
 }
 
 impl Reply {
-    /// A success response whose result is already JSON text (an object).
-    pub(crate) fn raw_result(id: &RequestId, result_json: &str) -> Reply {
-        let mut frame = String::with_capacity(result_json.len() + 40);
+    /// A success response whose result (JSON text of an object) `write` appends to the
+    /// frame: the result is written once, straight into the line that goes out.
+    pub(crate) fn result_with(
+        id: &RequestId,
+        capacity: usize,
+        write: impl FnOnce(&mut String),
+    ) -> Reply {
+        let mut frame = String::with_capacity(capacity + 48);
         frame.push_str(r#"{"jsonrpc":"2.0","id":"#);
-        let mut id_buf = Vec::new();
-        id.write_json(&mut id_buf);
-        frame.push_str(std::str::from_utf8(&id_buf).unwrap_or("null"));
+        id.push_json(&mut frame);
         frame.push_str(r#","result":"#);
-        frame.push_str(result_json);
+        write(&mut frame);
         frame.push('}');
         Reply {
             frame,
@@ -33,14 +36,17 @@ impl Reply {
         }
     }
 
+    /// A success response whose result is already JSON text (an object).
+    pub(crate) fn raw_result(id: &RequestId, result_json: &str) -> Reply {
+        Reply::result_with(id, result_json.len(), |frame| frame.push_str(result_json))
+    }
+
     /// A success response.
     pub(crate) fn result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -> Reply {
-        let raw = crate::protocol::jsonrpc::to_raw(result);
-        Reply {
-            frame: encode_result(id, &raw),
-            id: Some(id.clone()),
-            error_code: None,
-        }
+        // Serializing our own protocol types cannot fail (no non-string map keys, no
+        // non-finite floats of ours).
+        let json = serde_json::to_string(result).unwrap_or_else(|_| "null".to_owned());
+        Reply::raw_result(id, &json)
     }
 
     /// An error response (without an id when the request's id could not be read).

@@ -2,8 +2,10 @@
 //!
 //! stdin and stdout are driven by the async runtime directly when they are pipes or sockets
 //! (Node.js hosts spawn servers with socket pairs, Python hosts with pipes), not by a
-//! blocking thread per read; each request runs on its own task; replies and notifications
-//! are queued and written in batches, one write per batch of ready messages. stdout carries
+//! blocking thread per read. Each request is polled once as soon as it is read: most finish
+//! there, and their replies are written together, one write per read; a request that has to
+//! wait continues on its own task. Replies and notifications are queued and written in
+//! batches, one write per batch of ready messages. stdout carries
 //! protocol messages only. On stdin EOF, parked elicitations close, running requests get a
 //! short grace period, and the transport returns. On SIGTERM ([`serve`]) or a stop signal
 //! of the caller's ([`serve_io_until`]), new requests are refused while running ones get
@@ -13,13 +15,15 @@
 //! backlog: with twice `max_requests_per_connection` requests unanswered, input is not read
 //! until one is answered.
 
+use std::future::Future as _;
 use std::io;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use memchr::memchr;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -164,6 +168,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
     max: usize,
 ) -> io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut batch = String::new();
     let mut discarding = false;
     loop {
         if buf.capacity() - buf.len() < READ_CHUNK / 4 {
@@ -177,7 +182,8 @@ async fn read_loop<R: AsyncRead + Unpin>(
         if n == 0 {
             if !discarding && !buf.is_empty() {
                 let line = std::mem::take(&mut buf);
-                handle_line(lines, &line, max).await;
+                handle_line(lines, &line, max, &mut batch).await;
+                flush_batch(lines.out, &mut batch).await;
             }
             return Ok(());
         }
@@ -187,10 +193,14 @@ async fn read_loop<R: AsyncRead + Unpin>(
             if discarding {
                 discarding = false;
             } else {
-                handle_line(lines, &buf[start..end], max).await;
+                handle_line(lines, &buf[start..end], max, &mut batch).await;
+                if batch.len() >= WRITE_BATCH {
+                    flush_batch(lines.out, &mut batch).await;
+                }
             }
             start = end + 1;
         }
+        flush_batch(lines.out, &mut batch).await;
         buf.drain(..start);
         if buf.len() > max && !discarding {
             // An oversized message: answer once, then skip the rest of the line.
@@ -203,7 +213,9 @@ async fn read_loop<R: AsyncRead + Unpin>(
     }
 }
 
-async fn handle_line(lines: &Lines<'_>, line: &[u8], max: usize) {
+/// Handles one line. Replies that are ready at once go to `batch`, which the caller writes
+/// once per read; replies of requests that have to wait are sent by their own task.
+async fn handle_line(lines: &Lines<'_>, line: &[u8], max: usize, batch: &mut String) {
     let Lines {
         conn,
         out,
@@ -217,7 +229,7 @@ async fn handle_line(lines: &Lines<'_>, line: &[u8], max: usize) {
     }
     // A line can arrive whole in one read, never having crossed the limit while incomplete.
     if line.len() > max {
-        out.send(oversized(max)).await;
+        batch_frame(batch, &oversized(max));
         return;
     }
     let incoming = decode(line);
@@ -232,8 +244,7 @@ async fn handle_line(lines: &Lines<'_>, line: &[u8], max: usize) {
             let error = ErrorObject::internal(
                 "Internal error: the server is shutting down and accepts no new requests",
             );
-            out.send(Reply::error(id.as_ref(), &error).into_frame())
-                .await;
+            push_reply(batch, Some(Reply::error(id.as_ref(), &error)));
             return;
         }
     }
@@ -246,29 +257,40 @@ async fn handle_line(lines: &Lines<'_>, line: &[u8], max: usize) {
                 _ => false,
             };
             if runs_user_code {
-                let Ok(slot) = Arc::clone(slots).acquire_owned().await else {
+                let Some(slot) = take_slot(slots, out, batch).await else {
                     return;
                 };
-                let conn = Arc::clone(conn);
-                let out = (*out).clone();
-                tasks.spawn(async move {
-                    if let Some(reply) = conn.handle(message).await {
-                        out.send(reply.into_frame()).await;
+                // Most requests finish without waiting for anything: poll once right here and
+                // batch the reply with the others from this read. Only a request that has to
+                // wait gets a task of its own (and is polled again there, with a real waker),
+                // and keeps its slot until it is answered.
+                let owned = Arc::clone(conn);
+                let mut request = Box::pin(async move { owned.handle(message).await });
+                let mut cx = Context::from_waker(Waker::noop());
+                match request.as_mut().poll(&mut cx) {
+                    Poll::Ready(reply) => push_reply(batch, reply),
+                    Poll::Pending => {
+                        let out = (*out).clone();
+                        tasks.spawn(async move {
+                            if let Some(reply) = request.await {
+                                out.send(reply.into_frame()).await;
+                            }
+                            drop(slot);
+                        });
                     }
-                    drop(slot);
-                });
-            } else if let Some(reply) = conn.handle(message).await {
+                }
+            } else {
                 // The handshake, notifications and answers run no user code: handle them in
                 // order, inline.
-                out.send(reply.into_frame()).await;
+                let reply = conn.handle(message).await;
+                push_reply(batch, reply);
             }
         }
         Incoming::Single(Err(e)) => {
-            out.send(Reply::error(e.id(), &e.to_error()).into_frame())
-                .await;
+            push_reply(batch, Some(Reply::error(e.id(), &e.to_error())));
         }
         incoming @ Incoming::Batch(_) => {
-            let Ok(slot) = Arc::clone(slots).acquire_owned().await else {
+            let Some(slot) = take_slot(slots, out, batch).await else {
                 return;
             };
             let conn = Arc::clone(conn);
@@ -283,12 +305,49 @@ async fn handle_line(lines: &Lines<'_>, line: &[u8], max: usize) {
     }
 }
 
+/// A slot for one more unanswered request. When none is free, the replies batched so far
+/// are written first: the client may be waiting for them before it answers what holds the
+/// slots (an elicitation, say). `None` once the transport is closing.
+async fn take_slot(
+    slots: &Arc<Semaphore>,
+    out: &Outbound,
+    batch: &mut String,
+) -> Option<OwnedSemaphorePermit> {
+    if let Ok(slot) = Arc::clone(slots).try_acquire_owned() {
+        return Some(slot);
+    }
+    flush_batch(out, batch).await;
+    Arc::clone(slots).acquire_owned().await.ok()
+}
+
 /// The error for a line longer than `max` bytes.
 fn oversized(max: usize) -> String {
     let error = ErrorObject::invalid_request(format!(
         "Invalid request: the message exceeds the {max}-byte limit"
     ));
     Reply::error(None, &error).into_frame()
+}
+
+/// Appends a reply to the batch of replies from one read (one JSON line each).
+fn push_reply(batch: &mut String, reply: Option<Reply>) {
+    if let Some(reply) = reply {
+        batch_frame(batch, reply.frame());
+    }
+}
+
+/// Appends one encoded frame to the batch.
+fn batch_frame(batch: &mut String, frame: &str) {
+    if !batch.is_empty() {
+        batch.push('\n');
+    }
+    batch.push_str(frame);
+}
+
+/// Queues the replies batched so far as one write.
+async fn flush_batch(out: &Outbound, batch: &mut String) {
+    if !batch.is_empty() {
+        out.send(std::mem::take(batch)).await;
+    }
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(

@@ -1,0 +1,308 @@
+//! The one table: medians per phase and metric, ratios against rmcp and the floor from the
+//! same run, and whether each of issue 7's targets is met.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use crate::stats::{Measure, median};
+
+pub struct Server {
+    pub name: &'static str,
+    pub binary: PathBuf,
+    pub package: &'static str,
+}
+
+const OURS: usize = 0;
+const RMCP: usize = 1;
+const FLOOR: usize = 2;
+
+/// A bound on ours ÷ another server.
+#[derive(Clone, Copy)]
+struct Target {
+    against: usize,
+    /// `true`: ratio must be at least `bound`; `false`: at most.
+    at_least: bool,
+    bound: f64,
+}
+
+fn at_most(against: usize, bound: f64) -> Target {
+    Target {
+        against,
+        at_least: false,
+        bound,
+    }
+}
+
+fn at_least(against: usize, bound: f64) -> Target {
+    Target {
+        against,
+        at_least: true,
+        bound,
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Unit {
+    PerSecond,
+    Micros,
+    Mib,
+    Millis,
+    Seconds,
+}
+
+struct Row {
+    label: String,
+    unit: Unit,
+    samples: [Vec<f64>; 3],
+    missing: [bool; 3],
+    targets: Vec<Target>,
+}
+
+pub struct Report {
+    names: Vec<&'static str>,
+    rows: Vec<Row>,
+    index: BTreeMap<String, usize>,
+}
+
+impl Report {
+    pub fn new(servers: &[Server]) -> Report {
+        Report {
+            names: servers.iter().map(|s| s.name).collect(),
+            rows: Vec::new(),
+            index: BTreeMap::new(),
+        }
+    }
+
+    fn row(&mut self, label: &str, unit: Unit, targets: Vec<Target>) -> &mut Row {
+        let i = *self.index.entry(label.to_owned()).or_insert_with(|| {
+            self.rows.push(Row {
+                label: label.to_owned(),
+                unit,
+                samples: Default::default(),
+                missing: [false; 3],
+                targets,
+            });
+            self.rows.len() - 1
+        });
+        &mut self.rows[i]
+    }
+
+    fn load_targets(phase: &str) -> [Vec<Target>; 5] {
+        let stdio = phase.starts_with("stdio");
+        let many = phase.contains(" 16 clients") || phase.contains(" 64 clients");
+        let one = phase.ends_with(" 1 client");
+        let rps = if phase.contains("socketpair") {
+            vec![at_least(RMCP, 5.0)]
+        } else if stdio || many {
+            vec![at_least(RMCP, 1.5)]
+        } else {
+            vec![]
+        };
+        let p50 = if one {
+            vec![at_most(RMCP, 1.0)]
+        } else {
+            vec![]
+        };
+        let p99 = if many {
+            vec![at_most(RMCP, 1.0)]
+        } else {
+            vec![]
+        };
+        let cpu = if phase.contains("pipes") {
+            vec![at_most(RMCP, 0.5), at_most(FLOOR, 1.5)]
+        } else if stdio {
+            vec![at_most(FLOOR, 1.5)]
+        } else if many {
+            vec![at_most(RMCP, 0.6)]
+        } else {
+            vec![]
+        };
+        [rps, p50, p99, cpu, vec![at_most(RMCP, 1.0)]]
+    }
+
+    pub fn add_load(&mut self, phase: &str, server: usize, m: Measure) {
+        let [rps, p50, p99, cpu, rss] = Self::load_targets(phase);
+        let values = [
+            (format!("{phase}: req/s"), Unit::PerSecond, rps, m.rps),
+            (
+                format!("{phase}: p50 latency (µs)"),
+                Unit::Micros,
+                p50,
+                m.p50_us,
+            ),
+            (
+                format!("{phase}: p99 latency (µs)"),
+                Unit::Micros,
+                p99,
+                m.p99_us,
+            ),
+            (
+                format!("{phase}: server CPU per request (µs)"),
+                Unit::Micros,
+                cpu,
+                m.cpu_us_per_req,
+            ),
+            (
+                format!("{phase}: peak RSS (MiB)"),
+                Unit::Mib,
+                rss,
+                m.peak_rss_kib as f64 / 1024.0,
+            ),
+        ];
+        for (label, unit, targets, v) in values {
+            self.row(&label, unit, targets).samples[server].push(v);
+        }
+    }
+
+    pub fn add_missing(&mut self, phase: &str, server: usize) {
+        let [rps, p50, p99, cpu, rss] = Self::load_targets(phase);
+        let rows = [
+            (format!("{phase}: req/s"), Unit::PerSecond, rps),
+            (format!("{phase}: p50 latency (µs)"), Unit::Micros, p50),
+            (format!("{phase}: p99 latency (µs)"), Unit::Micros, p99),
+            (
+                format!("{phase}: server CPU per request (µs)"),
+                Unit::Micros,
+                cpu,
+            ),
+            (format!("{phase}: peak RSS (MiB)"), Unit::Mib, rss),
+        ];
+        for (label, unit, targets) in rows {
+            self.row(&label, unit, targets).missing[server] = true;
+        }
+    }
+
+    fn static_unit(label: &str) -> Unit {
+        if label.ends_with("(ms)") {
+            Unit::Millis
+        } else if label.ends_with("(s)") {
+            Unit::Seconds
+        } else {
+            Unit::Mib
+        }
+    }
+
+    pub fn add_static(&mut self, label: &str, server: usize, value: f64) {
+        let unit = Self::static_unit(label);
+        self.row(label, unit, vec![at_most(RMCP, 1.0)]).samples[server].push(value);
+    }
+
+    pub fn add_static_missing(&mut self, label: &str, server: usize) {
+        let unit = Self::static_unit(label);
+        self.row(label, unit, vec![at_most(RMCP, 1.0)]).missing[server] = true;
+    }
+
+    pub fn render(&self, machine: &str, method: &str) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "Machine: {machine}");
+        let _ = writeln!(out, "Method: {method}");
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "| metric | {} | {} | {} | {} ÷ {} | {} ÷ {} | target (ours ÷ …) | met |",
+            self.names[OURS],
+            self.names[RMCP],
+            self.names[FLOOR],
+            self.names[OURS],
+            self.names[RMCP],
+            self.names[OURS],
+            self.names[FLOOR]
+        );
+        let _ = writeln!(out, "|---|--:|--:|--:|--:|--:|---|:-:|");
+        let (mut met, mut missed) = (0, 0);
+        for row in &self.rows {
+            let med: Vec<Option<f64>> = (0..3)
+                .map(|s| {
+                    if row.missing[s] || row.samples[s].is_empty() {
+                        None
+                    } else {
+                        Some(median(&mut row.samples[s].clone()))
+                    }
+                })
+                .collect();
+            let ratio = |a: usize| match (med[OURS], med[a]) {
+                (Some(o), Some(x)) if x > 0.0 => Some(o / x),
+                _ => None,
+            };
+            let cell = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| fmt(row.unit, v));
+            let rcell = |r: Option<f64>| r.map_or("n/a".to_owned(), |r| format!("{r:.2}×"));
+            let target = row
+                .targets
+                .iter()
+                .map(|t| {
+                    format!(
+                        "{} {}× {}",
+                        if t.at_least { "≥" } else { "≤" },
+                        t.bound,
+                        self.names[t.against]
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            let verdicts: Vec<Option<bool>> = row
+                .targets
+                .iter()
+                .map(|t| {
+                    ratio(t.against).map(|r| {
+                        if t.at_least {
+                            r >= t.bound
+                        } else {
+                            r <= t.bound
+                        }
+                    })
+                })
+                .collect();
+            let verdict = if verdicts.is_empty() {
+                ""
+            } else if verdicts.iter().any(Option::is_none) {
+                missed += 1;
+                "?"
+            } else if verdicts.iter().all(|v| *v == Some(true)) {
+                met += 1;
+                "✓"
+            } else {
+                missed += 1;
+                "✗"
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                row.label,
+                cell(med[OURS]),
+                cell(med[RMCP]),
+                cell(med[FLOOR]),
+                rcell(ratio(RMCP)),
+                rcell(ratio(FLOOR)),
+                target,
+                verdict
+            );
+        }
+        let _ = writeln!(out);
+        let _ = writeln!(out, "Targets met: {met} of {}.", met + missed);
+        out
+    }
+}
+
+fn fmt(unit: Unit, v: f64) -> String {
+    match unit {
+        Unit::PerSecond => thousands(v.round() as u64),
+        Unit::Micros if v >= 100.0 => format!("{v:.0}"),
+        Unit::Micros => format!("{v:.2}"),
+        Unit::Mib => format!("{v:.1}"),
+        Unit::Millis => format!("{v:.1}"),
+        Unit::Seconds => format!("{v:.0}"),
+    }
+}
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -1,0 +1,51 @@
+//! A fixed number of in-process dispatches, for callgrind or perf:
+//!
+//! ```text
+//! cargo build --profile profiling -p bench-micro --example dispatch_loop
+//! valgrind --tool=callgrind target/profiling/examples/dispatch_loop call 20000
+//! ```
+//!
+//! Modes: `call` (tools/call echo, handshake era), `modern` (the same on 2026-07-28),
+//! `list` (tools/list with 1,000 tools).
+
+use mcp::server::{ConnId, Outbound, Transport};
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#;
+const CALL: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello, benchmark"}}}"#;
+const CALL_MODERN: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello, benchmark"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+const LIST: &str = r#"{"jsonrpc":"2.0","id":8,"method":"tools/list"}"#;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mode = args.next().unwrap_or_else(|| "call".into());
+    let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(20_000);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = if mode == "list" {
+        bench_micro::server_with_tools(1000)
+    } else {
+        bench_micro::server()
+    };
+    let (out, _rx) = Outbound::channel(1024);
+    let conn = server.connect(ConnId::new("loop"), Transport::Stdio, out);
+    let frame = match mode.as_str() {
+        "modern" => CALL_MODERN,
+        "list" => LIST,
+        _ => CALL,
+    };
+    rt.block_on(async {
+        if mode != "modern" {
+            conn.handle_frame(INITIALIZE.as_bytes()).await;
+        }
+        let mut bytes = 0;
+        for _ in 0..n {
+            bytes += conn
+                .handle_frame(frame.as_bytes())
+                .await
+                .map_or(0, |r| r.frame().len());
+        }
+        println!("{n} dispatches, {bytes} bytes of replies");
+    });
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Instructions per in-process dispatch, from callgrind: the difference between runs of
+# 2N and N dispatches, divided by N, so start-up cost cancels out.
+#   bench/micro/ir.sh [call|modern|list] [N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-call}
+n=${2:-5000}
+cargo build --profile profiling -p bench-micro --example dispatch_loop --quiet
+bin=target/profiling/examples/dispatch_loop
+ir() {
+  valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$mode" "$1" 2>&1 |
+    sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+}
+a=$(ir "$n")
+b=$(ir $((2 * n)))
+echo "$mode: $(( (b - a) / n )) instructions per dispatch"
