@@ -1457,3 +1457,63 @@ async fn an_initialize_with_a_modern_marker_is_not_a_handshake() {
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     assert!(r.headers().get("mcp-session-id").is_none());
 }
+
+/// Stateless requests from different callers share no connection state: more of them can
+/// run at once than one connection's `max_requests_per_connection`, and a connection table
+/// filled by handshake-era sessions never evicts (and so never fails) a call in progress.
+#[tokio::test]
+async fn stateless_callers_share_no_per_connection_limits_and_are_never_evicted() {
+    const CALLS: usize = 4;
+    let started = Arc::new(AtomicUsize::new(0));
+    let gather = {
+        let started = Arc::clone(&started);
+        move |_ctx: Ctx, _: NoArgs| {
+            let started = Arc::clone(&started);
+            async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                // Finishes only once every call is running at the same time.
+                let all = tokio::time::timeout(WAIT, async {
+                    while started.load(Ordering::SeqCst) < CALLS {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                })
+                .await;
+                match all {
+                    Ok(()) => Ok("together".to_owned()),
+                    Err(_) => Err(format!(
+                        "only {} calls ran at once",
+                        started.load(Ordering::SeqCst)
+                    )),
+                }
+            }
+        }
+    };
+    let server = Server::builder("limits", "1.0.0")
+        .tool(ToolDef::from_fn("gather", "Waits for the others.", gather))
+        .authorizer(mcp::auth::allow_all())
+        .read_authorizer(mcp::auth::allow_all())
+        .max_requests_per_connection(2)
+        .max_connections(2)
+        .build()
+        .expect("the server builds");
+    let srv = HttpTestServer::start(server, test_config()).await;
+    let c = Arc::new(srv.modern());
+    let calls: Vec<_> = (0..CALLS)
+        .map(|i| {
+            let c = Arc::clone(&c);
+            tokio::spawn(async move {
+                c.request(json!(i), "tools/call", call("gather", json!({})))
+                    .await
+            })
+        })
+        .collect();
+    // While they run, handshake-era sessions fill the table past its cap.
+    for _ in 0..3 {
+        let mut session = srv.client();
+        session.initialize("2025-11-25", json!({})).await;
+    }
+    for call in calls {
+        let response = call.await.expect("the call task");
+        assert_eq!(text(&response), "together", "{response}");
+    }
+}

@@ -430,6 +430,16 @@ impl ConnTable {
         self.map.read().values().cloned().collect()
     }
 
+    /// Fresh state for one call of a caller without a connection, not kept in the table.
+    pub(crate) fn detached(&self, id: &ConnId, transport: Transport) -> Arc<ConnState> {
+        Arc::new(ConnState::new(
+            id.clone(),
+            transport,
+            self.seq.fetch_add(1, Ordering::Relaxed),
+            self.max_pending,
+        ))
+    }
+
     /// The state for `id`, created (without a transport) if it does not exist.
     pub(crate) fn get_or_create(&self, id: &ConnId) -> Arc<ConnState> {
         self.get_or_create_as(id, self.default_transport)

@@ -193,6 +193,10 @@ impl Server {
     /// callers without a session: such a connection has no live transport, so the server
     /// never sends it a request (elicitation, sampling, roots) whatever sink the request
     /// brings, and the policies see the transport it really came from.
+    ///
+    /// Each call gets state of its own, outside the connection table, dropped when the call
+    /// ends: calls that share `id` share nothing, so one caller's load never counts against
+    /// another's per-connection limits and a full table never evicts a call in progress.
     pub async fn handle_detached(
         &self,
         id: &ConnId,
@@ -200,7 +204,7 @@ impl Server {
         message: Message,
         extras: RequestExtras,
     ) -> Option<Reply> {
-        let state = self.inner.conns.get_or_create_as(id, transport);
+        let state = self.inner.conns.detached(id, transport);
         self.dispatch(&state, message, extras).await
     }
 

@@ -56,7 +56,8 @@ use crate::server::{ConnId, Outbound, Reply, RequestExtras, Transport};
 use crate::transport::http::sse_body::{Stops, message_event, sse_response};
 use crate::transport::http::{App, bad_request, json_response};
 
-/// The connection every stateless request is served on. It never has a transport
+/// The connection id every stateless request is served under (each with state of its own,
+/// see [`crate::Server::handle_detached`]). It never has a transport
 /// attached: the server keeps nothing about a caller between requests and never asks it
 /// anything outside a result.
 const STATELESS: &str = "http-stateless";
