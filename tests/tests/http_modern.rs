@@ -30,6 +30,10 @@ struct Name {
     name: String,
 }
 
+/// How many `hang` or `hang_quiet` calls saw `ctx.cancelled()` fire (only the test of
+/// cancellation calls them).
+static SEEN_CANCELLED: AtomicUsize = AtomicUsize::new(0);
+
 /// Counts how many times a handler's future was dropped before it finished.
 #[derive(Clone, Default)]
 struct Drops(Arc<AtomicUsize>);
@@ -60,7 +64,8 @@ impl Drop for OnDrop {
 
 /// The shared HTTP fixture, plus the tools these tests need: `route` (mirrors arguments
 /// into `Mcp-Param-*` headers), `greet` and `two_step` (input-required rounds),
-/// `needs_sampling`, `hang` and `hang_quiet` (never finish; count their drops),
+/// `needs_sampling`, `hang` and `hang_quiet` (never finish; count their drops and the
+/// cancellations their Ctx sees),
 /// `toggle_tool` (adds or removes a tool: tools list_changed), `touch` (resources/updated
 /// for `test://static`), and the prompt `hello`.
 fn server() -> (Server, Drops, Arc<AtomicUsize>) {
@@ -144,6 +149,12 @@ fn server() -> (Server, Drops, Arc<AtomicUsize>) {
                 "Never finishes.",
                 move |ctx: Ctx, _: NoArgs| {
                     let guard = OnDrop(drops.clone());
+                    // Work the tool hands off sees the cancellation through its Ctx.
+                    let watcher = ctx.clone();
+                    tokio::spawn(async move {
+                        watcher.cancelled().await;
+                        SEEN_CANCELLED.fetch_add(1, Ordering::SeqCst);
+                    });
                     async move {
                         let _guard = guard;
                         if chatty {
@@ -1020,6 +1031,13 @@ async fn closing_the_stream_or_the_connection_cancels_the_request() {
     assert_eq!(drops.get(), 0, "the request is still running");
     drop(stream);
     drops.wait_for(1).await;
+    tokio::time::timeout(WAIT, async {
+        while SEEN_CANCELLED.load(Ordering::SeqCst) < 1 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("ctx.cancelled() fires for work the tool handed off");
 
     // A request still waiting for its first message: the client gives up.
     let gave_up = c

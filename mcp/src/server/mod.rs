@@ -204,8 +204,17 @@ impl Server {
         message: Message,
         extras: RequestExtras,
     ) -> Option<Reply> {
-        let state = self.inner.conns.detached(id, transport);
-        self.dispatch(&state, message, extras).await
+        /// Closes the call's state however the call ends (answered, or its future dropped
+        /// because the client went away): work the handler handed off sees
+        /// `Ctx::cancelled` fire.
+        struct CloseOnDrop(Arc<ConnState>);
+        impl Drop for CloseOnDrop {
+            fn drop(&mut self) {
+                self.0.close();
+            }
+        }
+        let state = CloseOnDrop(self.inner.conns.detached(id, transport));
+        self.dispatch(&state.0, message, extras).await
     }
 
     /// Sends a notification to every connection with a live transport. A
