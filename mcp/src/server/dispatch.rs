@@ -32,6 +32,31 @@ pub(crate) struct Scope {
 }
 
 impl Scope {
+    /// The scope of request `id` on `conn`, in the era `modern` says, stopped by `cancel`.
+    fn new(
+        conn: &Arc<ConnState>,
+        id: RequestId,
+        modern: Option<Arc<ModernRequest>>,
+        extras: RequestExtras,
+        cancel: CancellationToken,
+    ) -> Scope {
+        let version = match &modern {
+            Some(_) => ProtocolVersion::V2026_07_28,
+            None => conn.version().unwrap_or(ProtocolVersion::LATEST_HANDSHAKE),
+        };
+        Scope {
+            caller: Caller {
+                conn: Arc::clone(conn),
+                sink: extras.sink,
+                cancel,
+                auth: AuthContext::new(conn.id.clone(), conn.transport, extras.principal),
+                version,
+                modern,
+            },
+            id,
+        }
+    }
+
     pub(crate) fn ctx(
         &self,
         server: &Server,
@@ -152,21 +177,7 @@ impl Server {
         } else {
             conn.closed.clone()
         };
-        let version = match &modern {
-            Some(_) => ProtocolVersion::V2026_07_28,
-            None => conn.version().unwrap_or(ProtocolVersion::LATEST_HANDSHAKE),
-        };
-        let scope = Scope {
-            caller: Caller {
-                conn: Arc::clone(conn),
-                sink: extras.sink,
-                cancel: cancel.clone(),
-                auth: AuthContext::new(conn.id.clone(), conn.transport, extras.principal),
-                version,
-                modern,
-            },
-            id,
-        };
+        let scope = Scope::new(conn, id, modern, extras, cancel.clone());
         // A request the client cancelled gets no response. One stopped because the server
         // closed the connection (its state was evicted, or another transport took over its
         // id) is answered: the transport may still be there, and silence would leave its
@@ -231,21 +242,7 @@ impl Server {
         if method != methods::TOOLS_CALL {
             return Reply::error(Some(&id), &ErrorObject::internal(message));
         }
-        let version = match &modern {
-            Some(_) => ProtocolVersion::V2026_07_28,
-            None => conn.version().unwrap_or(ProtocolVersion::LATEST_HANDSHAKE),
-        };
-        let scope = Scope {
-            caller: Caller {
-                conn: Arc::clone(conn),
-                sink: extras.sink,
-                cancel: conn.closed.clone(),
-                auth: AuthContext::new(conn.id.clone(), conn.transport, extras.principal),
-                version,
-                modern,
-            },
-            id,
-        };
+        let scope = Scope::new(conn, id, modern, extras, conn.closed.clone());
         self.tool_reply(&scope, crate::protocol::CallToolResult::error(message))
     }
 
