@@ -1,6 +1,6 @@
-//! Load and soak against the fixture server process: many requests in flight, every
-//! response matched to its request, zero errors, memory flat once warmed up, and HTTP
-//! sessions cleaned up after expiry.
+//! Load and soak against the fixture server process: many requests in flight, in both
+//! eras, every response matched to its request, zero errors, memory flat once warmed up,
+//! and HTTP sessions cleaned up after expiry.
 //!
 //! The short versions run with `cargo test` (a few seconds each). The long ones are ignored
 //! by default; run them with
@@ -411,6 +411,18 @@ impl HttpClient {
         Ok(session)
     }
 
+    /// A stateless 2026-07-28 request: no session, its metadata mirrored in headers.
+    fn post_modern(&self, body: &Value) -> reqwest::RequestBuilder {
+        let mut b = self
+            .post(None, body)
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", body["method"].as_str().unwrap_or_default());
+        if let Some(name) = body["params"]["name"].as_str() {
+            b = b.header("mcp-name", name);
+        }
+        b
+    }
+
     async fn status_of_ping(&self, session: &str) -> reqwest::StatusCode {
         let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
         self.post(Some(session), &ping)
@@ -421,8 +433,9 @@ impl HttpClient {
     }
 }
 
-/// `clients` clients for `duration`: each opens a session, makes `per_session` requests,
-/// and deletes it, except every tenth session, which it abandons to expiry.
+/// `clients` clients for `duration`. Half of them, in the handshake era, each open a
+/// session, make `per_session` requests, and delete it, except every tenth session, which
+/// they abandon to expiry; the other half send stateless 2026-07-28 requests back to back.
 async fn http_run(
     clients: usize,
     duration: Duration,
@@ -462,6 +475,27 @@ async fn http_run(
         let abandoned = Arc::clone(&abandoned);
         let sessions = Arc::clone(&sessions);
         tasks.push(tokio::spawn(async move {
+            // Every other client speaks the stateless revision: no session, only requests.
+            if c % 2 == 1 {
+                let mut n = 0;
+                while start.elapsed() < duration {
+                    n += 1;
+                    let id = (c as u64) << 40 | n;
+                    let (message, check) = nth_request(id, true);
+                    report.lock().sent += 1;
+                    let outcome = match client.post_modern(&message).send().await {
+                        Ok(r) => response_for(r, id).await,
+                        Err(e) => Err(e.to_string()),
+                    };
+                    let mut r = report.lock();
+                    match outcome {
+                        Ok(v) if check(&v) => r.matched += 1,
+                        Ok(v) => r.errors.push(format!("wrong answer: {v}")),
+                        Err(e) => r.errors.push(e),
+                    }
+                }
+                return;
+            }
             while start.elapsed() < duration {
                 let nth = sessions.fetch_add(1, Ordering::Relaxed);
                 let session = match client.open().await {
