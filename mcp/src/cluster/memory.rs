@@ -345,6 +345,12 @@ impl EventStore for MemoryBackend {
         ready(Ok(()))
     }
 
+    fn tail<'a>(&'a self, _id: &'a str) -> BoxFuture<'a, StoreResult<String>> {
+        // Positions are one sequence across sessions: anything appended later is after it.
+        let seq = self.state.lock().seq;
+        ready(Ok(format!("{seq}-0")))
+    }
+
     fn replay<'a>(
         &'a self,
         id: &'a str,

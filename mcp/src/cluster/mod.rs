@@ -290,6 +290,9 @@ pub trait EventStore: Send + Sync + 'static {
     /// Marks a stream as ended.
     fn finish<'a>(&'a self, id: &'a str, stream: u64, max: usize)
     -> BoxFuture<'a, StoreResult<()>>;
+    /// The position of the session's newest event (`0-0` when it has none): a cursor
+    /// after which only events to come are replayed.
+    fn tail<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<String>>;
     /// The stream's events after `after` (a position from [`EventStore::append`], or `0-0`
     /// for the start), and whether it ended.
     fn replay<'a>(
@@ -418,6 +421,9 @@ pub const HEARTBEAT_TTL: Duration = Duration::from_secs(3);
 
 type Handler = std::sync::Weak<dyn Fn(&BusMessage) + Send + Sync>;
 
+/// A receiver of bus messages inside the crate (the server, a session table).
+pub(crate) type BusHandler = Arc<dyn Fn(&BusMessage) + Send + Sync>;
+
 /// One replica's view of the shared state: its id, the stores and the bus. Cheap to clone.
 ///
 /// ```
@@ -508,7 +514,7 @@ impl Cluster {
 
     /// Registers a receiver of bus messages. It is held weakly: it stops receiving when
     /// its owner drops the `Arc`.
-    pub(crate) fn on_message(&self, handler: &Arc<dyn Fn(&BusMessage) + Send + Sync>) {
+    pub(crate) fn on_message(&self, handler: &BusHandler) {
         let mut handlers = self.inner.handlers.write();
         handlers.retain(|h| h.strong_count() > 0);
         handlers.push(Arc::downgrade(handler));

@@ -547,6 +547,26 @@ impl EventStore for RedisBackend {
         .boxed()
     }
 
+    fn tail<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<String>> {
+        async move {
+            let mut c = self.conn.clone();
+            let last: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
+                .arg(self.sub_key(id, "ev"))
+                .arg("+")
+                .arg("-")
+                .arg("COUNT")
+                .arg(1)
+                .query_async(&mut c)
+                .await
+                .map_err(err)?;
+            Ok(last
+                .into_iter()
+                .next()
+                .map_or_else(|| "0-0".to_owned(), |(pos, _)| pos))
+        }
+        .boxed()
+    }
+
     fn replay<'a>(
         &'a self,
         id: &'a str,

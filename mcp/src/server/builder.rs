@@ -559,12 +559,11 @@ impl ServerBuilder {
         }));
         if let Some(cluster) = &inner.cluster {
             let weak = Arc::downgrade(&inner);
-            let handler: Arc<dyn Fn(&crate::cluster::BusMessage) + Send + Sync> =
-                Arc::new(move |message| {
-                    if let Some(inner) = weak.upgrade() {
-                        Server { inner }.on_bus(message);
-                    }
-                });
+            let handler: crate::cluster::BusHandler = Arc::new(move |message| {
+                if let Some(inner) = weak.upgrade() {
+                    Server { inner }.on_bus(message);
+                }
+            });
             cluster.on_message(&handler);
             let _ = inner.bus_handler.set(handler);
         }

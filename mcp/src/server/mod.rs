@@ -66,7 +66,7 @@ pub(crate) struct ServerInner {
     cluster: Option<crate::cluster::Cluster>,
     /// Receives the other replicas' list changes and resource updates (held here; the
     /// cluster holds it weakly).
-    bus_handler: std::sync::OnceLock<Arc<dyn Fn(&crate::cluster::BusMessage) + Send + Sync>>,
+    bus_handler: std::sync::OnceLock<crate::cluster::BusHandler>,
 }
 
 impl fmt::Debug for Server {
@@ -336,6 +336,11 @@ impl Connection {
     /// The server.
     pub fn server(&self) -> &Server {
         &self.server
+    }
+
+    /// What the server keeps about this connection.
+    pub(crate) fn state(&self) -> &Arc<ConnState> {
+        &self.state
     }
 
     /// What this connection holds right now.
