@@ -572,9 +572,18 @@ impl Cluster {
         Ok(())
     }
 
-    /// Stops the heartbeat and the bus listener, and tells the others this replica left.
+    /// Stops the heartbeat and the bus listener; the others see this replica gone once
+    /// its heartbeat lapses ([`Cluster::leave`] tells them at once).
     pub fn stop(&self) {
         self.inner.stop.cancel();
+    }
+
+    /// Stops, and tells the others this replica left (a graceful shutdown).
+    pub async fn leave(&self) {
+        self.stop();
+        if let Err(e) = self.inner.bus.leave(&self.inner.replica).await {
+            tracing::warn!(target: "mcp::cluster", error = %e, "could not say goodbye");
+        }
     }
 
     /// Publishes a message from a synchronous context (a spawned task; nothing when no
