@@ -241,7 +241,7 @@ impl IntoServer for Server {
         cluster: Option<crate::cluster::Cluster>,
     ) -> Result<Server, String> {
         if state_key.is_some() || cluster.is_some() {
-            return Err("this binary hands the command line an already built server, so                  --state-key-file, MCP_STATE_KEY and --redis-url cannot be applied to it;                  pass its ServerBuilder instead (server! does)"
+            return Err("this binary hands the command line an already built server, so --state-key-file, MCP_STATE_KEY and --redis-url cannot be applied to it; pass its ServerBuilder instead (server! does)"
                 .to_owned());
         }
         Ok(self)
@@ -304,18 +304,18 @@ fn multi_replica_refusal(
     options.redis_url.as_ref()?;
     if transport != TransportArg::Http {
         return Some(format!(
-            "refusing to start: --redis-url runs this server as one replica of several behind a              load balancer, which only the Streamable HTTP transport supports (--transport http),              not {}",
+            "refusing to start: --redis-url runs this server as one replica of several behind a load balancer, which only the Streamable HTTP transport supports (--transport http), not {}",
             transport.as_str()
         ));
     }
     if key.is_none() {
         return Some(format!(
-            "refusing to start: --redis-url runs this server as one replica of several, and every              replica must seal requestState (the state of 2026-07-28 multi-round requests and              approvals) with the same key, or a retry that lands on another replica is refused.              Give the same key to every replica with --state-key-file PATH (MCP_STATE_KEY_FILE) or              MCP_STATE_KEY: {KEY_HINT}"
+            "refusing to start: --redis-url runs this server as one replica of several, and every replica must seal requestState (the state of 2026-07-28 multi-round requests and approvals) with the same key, or a retry that lands on another replica is refused. Give the same key to every replica with --state-key-file PATH (MCP_STATE_KEY_FILE) or MCP_STATE_KEY: {KEY_HINT}"
         ));
     }
     if !cfg!(feature = "redis") {
         return Some(
-            "refusing to start: --redis-url needs a binary built with the `redis` feature of the              mcp crate"
+            "refusing to start: --redis-url needs a binary built with the `redis` feature of the mcp crate"
                 .to_owned(),
         );
     }
