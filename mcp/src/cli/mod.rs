@@ -202,7 +202,8 @@ pub struct Options {
     pub state_key: Option<String>,
     /// Run as one replica of several behind a load balancer, sharing sessions, resumable
     /// events, used requestState nonces and notifications on this Redis server
-    /// (redis://[:password@]host:port[/db]). Needs --transport http and a shared state key.
+    /// (a redis:// URL, which may carry a password and a database number). Needs --transport
+    /// http and a shared state key.
     #[arg(
         long,
         env = "MCP_REDIS_URL",

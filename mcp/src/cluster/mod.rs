@@ -24,7 +24,7 @@
 //!
 //! Two implementations come with the crate: [`memory::MemoryBackend`], which shares state
 //! between replicas *in one process* (for tests, and for several routers in one
-//! application), and, with the `redis` cargo feature, [`redis`](self::redis) (a Redis server shared by
+//! application), and, with the `redis` cargo feature, `mcp::cluster::redis` (a Redis server shared by
 //! replicas on several machines).
 //!
 //! # What is not shared
