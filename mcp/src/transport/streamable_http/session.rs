@@ -421,8 +421,9 @@ pub(crate) struct Full(pub(crate) usize);
 pub(crate) struct SessionTable {
     /// The replicas this table shares sessions with, if any.
     pub(crate) shared: Option<Arc<Shared>>,
-    /// Receives the other replicas' messages about sessions (the cluster holds it weakly).
-    bus_handler: Option<crate::cluster::BusHandler>,
+    /// Receives the other replicas' messages about sessions: held here, because the
+    /// cluster holds it weakly.
+    _bus_handler: Option<crate::cluster::BusHandler>,
     map: RwLock<HashMap<Arc<str>, Arc<Session>>>,
     max: usize,
     idle: Duration,
@@ -455,7 +456,7 @@ impl SessionTable {
             });
             SessionTable {
                 shared,
-                bus_handler,
+                _bus_handler: bus_handler,
                 map: RwLock::new(HashMap::new()),
                 max: config.max_sessions,
                 idle: config.session_idle_timeout,
@@ -470,7 +471,6 @@ impl SessionTable {
 
     /// What another replica said about a session this one may hold a copy of.
     fn on_bus(&self, message: &BusMessage) {
-        let _ = &self.bus_handler;
         match message {
             BusMessage::SessionRemoved { session, .. } => {
                 self.remove(session);
