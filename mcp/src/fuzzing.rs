@@ -83,14 +83,17 @@ impl SealedStates {
         args_digest: &str,
         principal: Option<&str>,
     ) -> Result<OpenedState, &'static str> {
-        self.sealer
-            .open(state, &Self::binding(target, args_digest, principal))
-            .map(|o| OpenedState {
-                answers: o.answers,
-                app_state: o.app_state,
-                approved: o.approval == ApprovalState::Approved,
-            })
-            .map_err(|e| e.describe())
+        // The in-memory nonce record answers at once.
+        futures::executor::block_on(
+            self.sealer
+                .open(state, &Self::binding(target, args_digest, principal)),
+        )
+        .map(|o| OpenedState {
+            answers: o.answers,
+            app_state: o.app_state,
+            approved: o.approval == ApprovalState::Approved,
+        })
+        .map_err(|e| e.describe())
     }
 }
 

@@ -58,6 +58,7 @@ extern crate self as mcp;
 
 pub mod auth;
 pub mod cli;
+pub mod cluster;
 pub mod context;
 pub mod elicit;
 #[doc(hidden)]

@@ -479,6 +479,12 @@ struct NoArgs {}
 /// `test://static`. The tool authorizer asks before `spend` and allows the rest; reads are
 /// allowed.
 pub fn fixture() -> Fixture {
+    fixture_in(None, None)
+}
+
+/// [`fixture`], as one replica of `cluster` when one is given, sealing `requestState`
+/// with `state_key` when one is given.
+pub fn fixture_in(cluster: Option<mcp::cluster::Cluster>, state_key: Option<&[u8]>) -> Fixture {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -571,9 +577,17 @@ pub fn fixture() -> Fixture {
                 Decision::Allow
             }
         }))
-        .read_authorizer(allow_all())
-        .build()
-        .expect("fixture builds");
+        .read_authorizer(allow_all());
+    let server = match cluster {
+        Some(c) => server.cluster(c),
+        None => server,
+    };
+    let server = match state_key {
+        Some(k) => server.state_key(k),
+        None => server,
+    }
+    .build()
+    .expect("fixture builds");
     Fixture {
         server,
         spent,

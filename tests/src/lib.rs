@@ -6,6 +6,7 @@ pub mod gate;
 pub mod http;
 pub mod pipe;
 pub mod process;
+pub mod redis;
 pub mod schema;
 
 pub use gate::Gate;

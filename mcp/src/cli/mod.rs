@@ -17,6 +17,16 @@
 //!           Print the tools, resources, templates and prompts as JSON and exit [env: MCP_LIST=]
 //!       --log-level <FILTER>
 //!           Log filter for stderr: off, error, warn, info, debug, trace, or tracing directives [env: MCP_LOG_LEVEL=] [default: info]
+//!       --allowed-host <HOST>
+//!           Also accept this Host header (name or name:port), beside the loopback names [env: MCP_ALLOWED_HOSTS=]
+//!       --state-key-file <PATH>
+//!           A file holding the key that seals requestState (at least 32 bytes) [env: MCP_STATE_KEY_FILE=]
+//!       --state-key <KEY>
+//!           The key itself (at least 32 characters); prefer MCP_STATE_KEY or a file [env: MCP_STATE_KEY]
+//!       --redis-url <URL>
+//!           Run as one replica of several, sharing state on this Redis server [env: MCP_REDIS_URL]
+//!       --redis-prefix <PREFIX>
+//!           The prefix of this deployment's Redis keys and channels [env: MCP_REDIS_PREFIX=] [default: mcp]
 //!   -h, --help
 //!           Print help (see a summary with '-h')
 //!   -V, --version
@@ -43,6 +53,15 @@
 //! production.
 //!
 //! stdout carries protocol messages only; logs go to stderr.
+//!
+//! # Several replicas
+//!
+//! `--redis-url` (`MCP_REDIS_URL`) makes the process one replica of several behind a load
+//! balancer (see [`crate::cluster`]); it needs a binary built with the `redis` feature and
+//! `--transport http`. Every replica must seal `requestState` with the same key, so the
+//! binary refuses to start with `--redis-url` unless `--state-key-file` or
+//! `MCP_STATE_KEY` gives one (generate it once, e.g. `openssl rand -hex 32`). A key is also
+//! accepted without Redis: states then survive a restart.
 //!
 //! A binary with options of its own:
 //!
@@ -74,7 +93,7 @@ use std::process::ExitCode;
 use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, ValueEnum};
 use serde_json::{Value, json};
 
-use crate::server::{Server, Transport};
+use crate::server::{Server, ServerBuilder, Transport};
 
 #[doc(hidden)]
 pub use clap;
@@ -158,6 +177,150 @@ pub struct Options {
         value_parser = parse_filter
     )]
     pub log_level: String,
+    /// Also accept this Host header (name or name:port), beside the loopback names: the
+    /// name clients (or your load balancer) use for this server. Repeat it for several.
+    #[arg(
+        long = "allowed-host",
+        env = "MCP_ALLOWED_HOSTS",
+        value_name = "HOST",
+        value_delimiter = ','
+    )]
+    pub allowed_hosts: Vec<String>,
+    /// A file holding the key that seals requestState (at least 32 bytes; a trailing
+    /// newline is ignored). Every replica behind one load balancer needs the same key.
+    #[arg(long, env = "MCP_STATE_KEY_FILE", value_name = "PATH")]
+    pub state_key_file: Option<std::path::PathBuf>,
+    /// The key that seals requestState, itself (at least 32 characters). Prefer the
+    /// MCP_STATE_KEY variable or --state-key-file: a command line is visible to other users.
+    #[arg(
+        long,
+        env = "MCP_STATE_KEY",
+        value_name = "KEY",
+        hide_env_values = true,
+        conflicts_with = "state_key_file"
+    )]
+    pub state_key: Option<String>,
+    /// Run as one replica of several behind a load balancer, sharing sessions, resumable
+    /// events, used requestState nonces and notifications on this Redis server
+    /// (a redis:// URL, which may carry a password and a database number). Needs --transport
+    /// http and a shared state key.
+    #[arg(
+        long,
+        env = "MCP_REDIS_URL",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub redis_url: Option<String>,
+    /// The prefix of this deployment's Redis keys and channels, so several deployments
+    /// can share one Redis.
+    #[arg(
+        long,
+        env = "MCP_REDIS_PREFIX",
+        value_name = "PREFIX",
+        default_value = "mcp"
+    )]
+    pub redis_prefix: String,
+}
+
+/// What a binary hands the command line to serve: a [`ServerBuilder`] (what `server!`
+/// passes), which the command line can finish with a shared state key and a cluster, or a
+/// built [`Server`], which it serves as it is (and so cannot run as one of several
+/// replicas).
+pub trait IntoServer {
+    /// Builds the server, applying `state_key` and `cluster` when given.
+    fn into_server(
+        self,
+        state_key: Option<Vec<u8>>,
+        cluster: Option<crate::cluster::Cluster>,
+    ) -> Result<Server, String>;
+}
+
+impl IntoServer for Server {
+    fn into_server(
+        self,
+        state_key: Option<Vec<u8>>,
+        cluster: Option<crate::cluster::Cluster>,
+    ) -> Result<Server, String> {
+        if state_key.is_some() || cluster.is_some() {
+            return Err("this binary hands the command line an already built server, so --state-key-file, MCP_STATE_KEY and --redis-url cannot be applied to it; pass its ServerBuilder instead (server! does)"
+                .to_owned());
+        }
+        Ok(self)
+    }
+}
+
+impl IntoServer for ServerBuilder {
+    fn into_server(
+        self,
+        state_key: Option<Vec<u8>>,
+        cluster: Option<crate::cluster::Cluster>,
+    ) -> Result<Server, String> {
+        let mut builder = self;
+        if let Some(key) = state_key {
+            builder = builder.state_key(key);
+        }
+        if let Some(cluster) = cluster {
+            builder = builder.cluster(cluster);
+        }
+        builder.build().map_err(|e| e.to_string())
+    }
+}
+
+/// The smallest state key accepted, in bytes.
+const MIN_KEY: usize = 32;
+
+const KEY_HINT: &str =
+    "generate one once with `openssl rand -hex 32` and give the same to every replica";
+
+/// The state key from `--state-key-file` or `MCP_STATE_KEY`, if either is given.
+fn read_state_key(options: &Options) -> Result<Option<Vec<u8>>, String> {
+    let key = match (&options.state_key_file, &options.state_key) {
+        (Some(path), _) => {
+            let mut bytes = std::fs::read(path)
+                .map_err(|e| format!("cannot read the state key file {}: {e}", path.display()))?;
+            while bytes.last().is_some_and(|b| b.is_ascii_whitespace()) {
+                bytes.pop();
+            }
+            (bytes, format!("the state key file {}", path.display()))
+        }
+        (None, Some(text)) => (text.trim().as_bytes().to_vec(), "MCP_STATE_KEY".to_owned()),
+        (None, None) => return Ok(None),
+    };
+    if key.0.len() < MIN_KEY {
+        return Err(format!(
+            "{} holds {} bytes; the state key must be at least {MIN_KEY} bytes: {KEY_HINT}",
+            key.1,
+            key.0.len()
+        ));
+    }
+    Ok(Some(key.0))
+}
+
+/// Why `--redis-url` cannot be used as given, if it cannot.
+fn multi_replica_refusal(
+    options: &Options,
+    transport: TransportArg,
+    key: Option<&[u8]>,
+) -> Option<String> {
+    options.redis_url.as_ref()?;
+    if transport != TransportArg::Http {
+        return Some(format!(
+            "refusing to start: --redis-url runs this server as one replica of several behind a load balancer, which only the Streamable HTTP transport supports (--transport http), not {}",
+            transport.as_str()
+        ));
+    }
+    if key.is_none() {
+        return Some(format!(
+            "refusing to start: --redis-url runs this server as one replica of several, and every replica must seal requestState (the state of 2026-07-28 multi-round requests and approvals) with the same key, or a retry that lands on another replica is refused. Give the same key to every replica with --state-key-file PATH (MCP_STATE_KEY_FILE) or MCP_STATE_KEY: {KEY_HINT}"
+        ));
+    }
+    if !cfg!(feature = "redis") {
+        return Some(
+            "refusing to start: --redis-url needs a binary built with the `redis` feature of the mcp crate"
+                .to_owned(),
+        );
+    }
+    None
 }
 
 const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
@@ -197,9 +360,10 @@ pub struct App {
     pub transport: Transport,
 }
 
-/// Parses the process's command line and runs the server: what `server!`'s `main` calls.
-/// `--help`, `--version` and usage errors exit as clap does (usage errors with status 2).
-pub fn main(app: App, server: impl FnOnce() -> Server) -> ExitCode {
+/// Parses the process's command line and runs the server: what `server!`'s `main` calls
+/// (with its `server_builder`). `--help`, `--version` and usage errors exit as clap does
+/// (usage errors with status 2).
+pub fn main<S: IntoServer>(app: App, server: impl FnOnce() -> S) -> ExitCode {
     let default = TransportArg::from_transport(app.transport).as_str();
     let mut command = Cli::command()
         .name(app.name)
@@ -219,11 +383,18 @@ pub fn main(app: App, server: impl FnOnce() -> Server) -> ExitCode {
 
 impl Options {
     /// Runs the server as these options say: list it, or serve it on the chosen transport
-    /// (`default` when none was chosen) until the client goes away.
-    pub fn run(self, default: Transport, server: impl FnOnce() -> Server) -> ExitCode {
+    /// (`default` when none was chosen) until the client goes away. `server` makes the
+    /// server, or its builder (which the state key and the cluster are applied to).
+    pub fn run<S: IntoServer>(self, default: Transport, server: impl FnOnce() -> S) -> ExitCode {
         init_logging(&self.log_level);
-        let server = server();
         if self.list {
+            let server = match server().into_server(None, None) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
             let listing = listing(&server);
             let mut out = std::io::stdout().lock();
             let text = serde_json::to_string_pretty(&listing).unwrap_or_default();
@@ -235,6 +406,17 @@ impl Options {
         let transport = self
             .transport
             .unwrap_or_else(|| TransportArg::from_transport(default));
+        let state_key = match read_state_key(&self) {
+            Ok(k) => k,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        if let Some(refusal) = multi_replica_refusal(&self, transport, state_key.as_deref()) {
+            eprintln!("error: {refusal}");
+            return ExitCode::FAILURE;
+        }
         // stdio serves one client on one pipe: the reader runs each request's first poll
         // itself, so a single-threaded runtime does the same work without cross-thread
         // wake-ups. Network transports serve many clients and use every core. Either way, a
@@ -254,8 +436,25 @@ impl Options {
             bind: self.bind,
             legacy_sse: self.legacy_sse,
             allow_unauthorized_for_local_development: self.allow_unauthorized_for_local_development,
+            allowed_hosts: self.allowed_hosts.clone(),
         };
-        match runtime.block_on(serve(server, transport, network)) {
+        let redis = self
+            .redis_url
+            .clone()
+            .map(|url| (url, self.redis_prefix.clone()));
+        let outcome = runtime.block_on(async move {
+            let cluster = match redis {
+                Some((url, prefix)) => Some(join_cluster(&url, &prefix).await?),
+                None => None,
+            };
+            let server = server().into_server(state_key, cluster.clone())?;
+            let served = serve(server, transport, network).await;
+            if let Some(cluster) = cluster {
+                cluster.leave().await;
+            }
+            served
+        });
+        match outcome {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -265,8 +464,34 @@ impl Options {
     }
 }
 
+/// Connects to the Redis server replicas share.
+#[cfg(feature = "redis")]
+async fn join_cluster(url: &str, prefix: &str) -> Result<crate::cluster::Cluster, String> {
+    let cluster = crate::cluster::redis::connect(url, prefix)
+        .await
+        .map_err(|e| format!("cannot join the replicas' Redis at {}: {e}", redact(url)))?;
+    tracing::info!(target: "mcp", replica = cluster.replica_id(), "serving as one replica of several (shared state on Redis)");
+    Ok(cluster)
+}
+
+#[cfg(not(feature = "redis"))]
+async fn join_cluster(_url: &str, _prefix: &str) -> Result<crate::cluster::Cluster, String> {
+    Err("--redis-url needs a binary built with the `redis` feature of the mcp crate".to_owned())
+}
+
+/// A Redis URL without its password, for messages.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://***{}", &url[..scheme], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
 /// How the network transports listen, from the command line.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Network {
     /// The address to bind.
     pub bind: SocketAddr,
@@ -274,6 +499,8 @@ pub struct Network {
     pub legacy_sse: bool,
     /// Boot even when the boot guard would refuse (local development only).
     pub allow_unauthorized_for_local_development: bool,
+    /// Host names accepted beside the loopback names.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Network {
@@ -283,6 +510,7 @@ impl Network {
             bind,
             legacy_sse: false,
             allow_unauthorized_for_local_development: false,
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -302,9 +530,15 @@ pub async fn serve(
     use crate::transport::http::{self, HttpConfig, HttpError};
 
     let (name, version) = (server.info().name.clone(), server.info().version.clone());
-    let config = HttpConfig::new()
+    let mut config = HttpConfig::new()
         .legacy_sse(network.legacy_sse)
         .allow_unauthorized_for_local_development(network.allow_unauthorized_for_local_development);
+    for host in &network.allowed_hosts {
+        config = config.allow_host(host.clone());
+    }
+    if server.cluster().is_some() && network.legacy_sse {
+        tracing::warn!(target: "mcp", "the legacy HTTP+SSE transport's sessions are not shared between replicas: route its clients to one replica (sticky sessions)");
+    }
     let built = match transport {
         TransportArg::Stdio => {
             tracing::info!(target: "mcp", "serving {name} {version} on stdio");
@@ -385,6 +619,67 @@ mod tests {
         }
         let e = Cli::try_parse_from(["x", "--bind", "nowhere"]).unwrap_err();
         assert!(e.to_string().contains("--bind"), "{e}");
+    }
+
+    #[test]
+    fn multi_replica_mode_needs_http_and_a_shared_key() {
+        let dir = std::env::temp_dir().join(format!("mcp-key-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let short = dir.join("short");
+        std::fs::write(&short, "too short\n").unwrap();
+        let good = dir.join("good");
+        std::fs::write(&good, format!("{}\n", "k".repeat(64))).unwrap();
+        let parse = |args: &[&str]| Cli::try_parse_from(args).unwrap().options;
+
+        let o = parse(&[
+            "x",
+            "--transport",
+            "http",
+            "--redis-url",
+            "redis://127.0.0.1:1",
+        ]);
+        let why = multi_replica_refusal(&o, TransportArg::Http, None).unwrap();
+        assert!(why.contains("same key"), "{why}");
+        assert!(why.contains("--state-key-file"), "{why}");
+        let why = multi_replica_refusal(&o, TransportArg::Stdio, Some(b"k")).unwrap();
+        assert!(why.contains("--transport http"), "{why}");
+
+        let o = parse(&["x", "--state-key-file", short.to_str().unwrap()]);
+        let e = read_state_key(&o).unwrap_err();
+        assert!(e.contains("at least 32 bytes"), "{e}");
+        let o = parse(&["x", "--state-key-file", good.to_str().unwrap()]);
+        assert_eq!(read_state_key(&o).unwrap(), Some(b"k".repeat(64)));
+        let o = parse(&[
+            "x",
+            "--state-key-file",
+            dir.join("missing").to_str().unwrap(),
+        ]);
+        assert!(read_state_key(&o).unwrap_err().contains("cannot read"));
+        let o = parse(&["x", "--state-key", &"s".repeat(40)]);
+        assert_eq!(read_state_key(&o).unwrap(), Some(b"s".repeat(40)));
+        assert!(
+            Cli::try_parse_from(["x", "--state-key", "a", "--state-key-file", "b"]).is_err(),
+            "one key source at a time"
+        );
+        let o = parse(&[
+            "x",
+            "--allowed-host",
+            "a.example",
+            "--allowed-host",
+            "b:8080",
+        ]);
+        assert_eq!(o.allowed_hosts, vec!["a.example", "b:8080"]);
+        assert_eq!(o.redis_prefix, "mcp");
+        assert_eq!(
+            redact("redis://:secret@10.0.0.1:6379/0"),
+            "redis://***@10.0.0.1:6379/0"
+        );
+        // A built server cannot take a key or a cluster; a builder can.
+        let built = Server::builder("s", "1").build().unwrap();
+        assert!(built.into_server(Some(vec![0; 32]), None).is_err());
+        let from_builder = Server::builder("s", "1").into_server(Some(vec![7; 32]), None);
+        assert!(from_builder.is_ok());
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

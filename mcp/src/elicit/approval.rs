@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{ClientRequestError, request_client};
+use super::{ClientRequestError, request_client_as};
 use crate::protocol::methods;
 use crate::server::{ConnState, Outbound};
 
@@ -53,13 +53,14 @@ pub(crate) async fn ask_approval(
     timeout: Duration,
 ) -> Approval {
     let params = approval_request(tool, prompt);
-    let answer = request_client(
+    let answer = request_client_as(
         conn,
         sink,
         "elicit",
         methods::ELICITATION_CREATE,
         &params,
         timeout,
+        true,
     )
     .await;
     match answer {

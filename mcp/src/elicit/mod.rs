@@ -71,9 +71,31 @@ pub(crate) async fn request_client<P: Serialize>(
     params: &P,
     timeout: Duration,
 ) -> Result<Box<RawValue>, ClientRequestError> {
+    request_client_as(conn, sink, kind, method, params, timeout, false).await
+}
+
+/// [`request_client`], marking the request as the authorizer's approval question when
+/// `approval` is set (a replica that closes it for a replica that died denies the call).
+pub(crate) async fn request_client_as<P: Serialize>(
+    conn: &ConnState,
+    sink: &Outbound,
+    kind: &str,
+    method: &str,
+    params: &P,
+    timeout: Duration,
+    approval: bool,
+) -> Result<Box<RawValue>, ClientRequestError> {
     let id = format!("mcp-{kind}-{}", crate::util::random_token(12));
     let (tx, rx) = oneshot::channel();
-    match conn.pending.lock().park(id.clone(), tx) {
+    let parked = {
+        let mut pending = conn.pending.lock();
+        let parked = pending.park(id.clone(), tx);
+        if parked.is_ok() && approval {
+            pending.mark_approval(&id);
+        }
+        parked
+    };
+    match parked {
         Ok(()) => {}
         Err(ParkRefused::Closed) => return Err(ClientRequestError::Disconnected),
         Err(ParkRefused::Full) => {

@@ -8,18 +8,19 @@
 //!
 //! The key is random per process by default. Several replicas behind a load balancer must
 //! share one key (see `ServerBuilder::state_key`), or a retry landing on another replica is
-//! rejected.
+//! rejected, and one record of used nonces (a [`NonceStore`] shared through the
+//! [`Cluster`](crate::cluster::Cluster)), or a state could open once per replica.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
-use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::Sha256;
 
+use crate::cluster::NonceStore;
 use crate::protocol::Meta;
 
 type HmacSha256 = Hmac<Sha256>;
@@ -104,6 +105,9 @@ pub(crate) enum StateError {
     Replayed,
     /// Issued for another method, target, arguments or principal.
     Mismatched,
+    /// Its single use could not be recorded (the shared nonce store is unreachable): it
+    /// is refused rather than risk a replay, and can be presented again.
+    Unavailable,
 }
 
 impl StateError {
@@ -115,6 +119,9 @@ impl StateError {
             StateError::Expired => "requestState has expired; call again without it",
             StateError::Replayed => "requestState was already used; call again without it",
             StateError::Mismatched => "requestState was issued for a different request",
+            StateError::Unavailable => {
+                "requestState could not be checked for single use right now; try again"
+            }
         }
     }
 }
@@ -123,12 +130,7 @@ impl StateError {
 pub(crate) struct StateSealer {
     key: Vec<u8>,
     ttl: Duration,
-    used: Mutex<UsedNonces>,
-}
-
-struct UsedNonces {
-    expiry: HashMap<String, u64>,
-    cap: usize,
+    used: Arc<dyn NonceStore>,
 }
 
 fn now_ms() -> u64 {
@@ -141,15 +143,18 @@ fn now_ms() -> u64 {
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 impl StateSealer {
+    /// A sealer whose used nonces are kept in memory (at most `max_used`): one process.
     pub(crate) fn new(key: Vec<u8>, ttl: Duration, max_used: usize) -> Self {
-        StateSealer {
+        Self::with_store(
             key,
             ttl,
-            used: Mutex::new(UsedNonces {
-                expiry: HashMap::new(),
-                cap: max_used.max(1),
-            }),
-        }
+            Arc::new(crate::cluster::memory::MemoryNonces::new(max_used)),
+        )
+    }
+
+    /// A sealer recording used nonces in `used` (shared by replicas).
+    pub(crate) fn with_store(key: Vec<u8>, ttl: Duration, used: Arc<dyn NonceStore>) -> Self {
+        StateSealer { key, ttl, used }
     }
 
     fn mac(&self) -> HmacSha256 {
@@ -185,7 +190,7 @@ impl StateSealer {
     }
 
     /// Verifies a state against the request presenting it, consuming its nonce.
-    pub(crate) fn open(&self, state: &str, binding: &Binding) -> Result<Opened, StateError> {
+    pub(crate) async fn open(&self, state: &str, binding: &Binding) -> Result<Opened, StateError> {
         let (body, tag) = state.split_once('.').ok_or(StateError::Tampered)?;
         let tag = B64.decode(tag).map_err(|_| StateError::Tampered)?;
         let mut mac = self.mac();
@@ -207,37 +212,19 @@ impl StateSealer {
         {
             return Err(StateError::Mismatched);
         }
-        self.consume(&payload.n, payload.exp, now)?;
+        match self.used.consume(&payload.n, payload.exp).await {
+            Ok(true) => {}
+            Ok(false) => return Err(StateError::Replayed),
+            Err(e) => {
+                tracing::warn!(target: "mcp::elicit", error = %e, "cannot record a requestState nonce; refusing the state");
+                return Err(StateError::Unavailable);
+            }
+        }
         Ok(Opened {
             answers: payload.a,
             app_state: payload.s,
             approval: ApprovalState::from_wire(payload.ok),
         })
-    }
-
-    fn consume(&self, nonce: &str, exp: u64, now: u64) -> Result<(), StateError> {
-        let mut used = self.used.lock();
-        if used.expiry.contains_key(nonce) {
-            return Err(StateError::Replayed);
-        }
-        if used.expiry.len() >= used.cap {
-            used.expiry.retain(|_, e| *e > now);
-        }
-        if used.expiry.len() >= used.cap {
-            // Every remembered nonce is still live: forget the one closest to expiry
-            // rather than refuse service; it can only be replayed until then.
-            if let Some(oldest) = used
-                .expiry
-                .iter()
-                .min_by_key(|(_, e)| **e)
-                .map(|(n, _)| n.clone())
-            {
-                used.expiry.remove(&oldest);
-                tracing::warn!(target: "mcp::elicit", "used-nonce table full; forgetting the nonce closest to expiry");
-            }
-        }
-        used.expiry.insert(nonce.to_owned(), exp);
-        Ok(())
     }
 }
 
@@ -252,6 +239,10 @@ mod tests {
             args_digest: "abc".into(),
             principal: None,
         }
+    }
+
+    fn open(s: &StateSealer, state: &str, b: &Binding) -> Result<Opened, StateError> {
+        futures::executor::block_on(s.open(state, b))
     }
 
     fn sealer() -> StateSealer {
@@ -269,12 +260,12 @@ mod tests {
             Some(Value::from("app")),
             ApprovalState::Approved,
         );
-        let opened = s.open(&state, &binding()).unwrap();
+        let opened = open(&s, &state, &binding()).unwrap();
         assert_eq!(opened.answers["x"], 1);
         assert_eq!(opened.app_state, Some(Value::from("app")));
         assert_eq!(opened.approval, ApprovalState::Approved);
         assert_eq!(
-            s.open(&state, &binding()).unwrap_err(),
+            open(&s, &state, &binding()).unwrap_err(),
             StateError::Replayed
         );
     }
@@ -286,13 +277,12 @@ mod tests {
         let mut bytes = state.clone().into_bytes();
         bytes[3] ^= 1;
         assert_eq!(
-            s.open(&String::from_utf8(bytes).unwrap(), &binding())
-                .unwrap_err(),
+            open(&s, &String::from_utf8(bytes).unwrap(), &binding()).unwrap_err(),
             StateError::Tampered
         );
         let other = StateSealer::new(b"z".repeat(32), Duration::from_secs(60), 10);
         assert_eq!(
-            other.open(&state, &binding()).unwrap_err(),
+            futures::executor::block_on(other.open(&state, &binding())).unwrap_err(),
             StateError::Tampered
         );
         for changed in [
@@ -315,21 +305,24 @@ mod tests {
         ] {
             let state = s.seal(&binding(), Meta::new(), None, ApprovalState::None);
             assert_eq!(
-                s.open(&state, &changed).unwrap_err(),
+                open(&s, &state, &changed).unwrap_err(),
                 StateError::Mismatched
             );
         }
         assert_eq!(
-            s.open("no-dot", &binding()).unwrap_err(),
+            open(&s, "no-dot", &binding()).unwrap_err(),
             StateError::Tampered
         );
-        assert_eq!(s.open("", &binding()).unwrap_err(), StateError::Tampered);
+        assert_eq!(open(&s, "", &binding()).unwrap_err(), StateError::Tampered);
     }
 
     #[test]
     fn expires() {
         let s = StateSealer::new(b"k".repeat(32), Duration::from_millis(0), 10);
         let state = s.seal(&binding(), Meta::new(), None, ApprovalState::None);
-        assert_eq!(s.open(&state, &binding()).unwrap_err(), StateError::Expired);
+        assert_eq!(
+            open(&s, &state, &binding()).unwrap_err(),
+            StateError::Expired
+        );
     }
 }

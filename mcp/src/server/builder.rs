@@ -167,6 +167,7 @@ pub struct ServerBuilder {
     audit: Option<AuditSink>,
     on_event: Option<EventHook>,
     state_key: Option<Vec<u8>>,
+    cluster: Option<crate::cluster::Cluster>,
 }
 
 impl ServerBuilder {
@@ -189,6 +190,7 @@ impl ServerBuilder {
             audit: None,
             on_event: None,
             state_key: None,
+            cluster: None,
         }
     }
 
@@ -357,6 +359,15 @@ impl ServerBuilder {
         self
     }
 
+    /// Makes this server one replica of several behind a load balancer: sessions,
+    /// resumable events and used `requestState` nonces live in the cluster's shared
+    /// stores, and list changes and resource updates reach every replica (see
+    /// [`crate::cluster`]). Give every replica the same [`state_key`](Self::state_key) too.
+    pub fn cluster(mut self, cluster: crate::cluster::Cluster) -> Self {
+        self.cluster = Some(cluster);
+        self
+    }
+
     /// How many values one completion returns (at most 100, the protocol's limit).
     pub fn max_completion_values(mut self, n: usize) -> Self {
         self.config.max_completion_values = n;
@@ -519,11 +530,20 @@ impl ServerBuilder {
                 self.on_event,
             ),
             in_flight: Arc::new(tokio::sync::Semaphore::new(self.config.max_in_flight)),
-            sealer: crate::elicit::state::StateSealer::new(
-                state_key,
-                self.config.request_state_ttl,
-                self.config.max_used_nonces,
-            ),
+            sealer: match &self.cluster {
+                Some(cluster) => crate::elicit::state::StateSealer::with_store(
+                    state_key,
+                    self.config.request_state_ttl,
+                    std::sync::Arc::clone(cluster.nonces()),
+                ),
+                None => crate::elicit::state::StateSealer::new(
+                    state_key,
+                    self.config.request_state_ttl,
+                    self.config.max_used_nonces,
+                ),
+            },
+            cluster: self.cluster,
+            bus_handler: std::sync::OnceLock::new(),
             server_info_json: serde_json::to_string(&self.info).unwrap_or_else(|_| "{}".into()),
             info: self.info,
             listeners: parking_lot::Mutex::new(Vec::new()),
@@ -537,6 +557,16 @@ impl ServerBuilder {
                 Server { inner }.list_changed(kind);
             }
         }));
+        if let Some(cluster) = &inner.cluster {
+            let weak = Arc::downgrade(&inner);
+            let handler: crate::cluster::BusHandler = Arc::new(move |message| {
+                if let Some(inner) = weak.upgrade() {
+                    Server { inner }.on_bus(message);
+                }
+            });
+            cluster.on_message(&handler);
+            let _ = inner.bus_handler.set(handler);
+        }
         Ok(Server { inner })
     }
 }

@@ -198,6 +198,8 @@ pub(crate) type ClientReply = Result<Box<serde_json::value::RawValue>, ErrorObje
 /// The server's own requests awaiting the client's answer, by id.
 pub(crate) struct Pending {
     waiting: HashMap<String, oneshot::Sender<ClientReply>>,
+    /// The ids of the authorizer's approval questions among them.
+    approvals: HashSet<String>,
     closed: bool,
     max: usize,
 }
@@ -215,6 +217,7 @@ impl Pending {
     fn new(max: usize) -> Self {
         Pending {
             waiting: HashMap::new(),
+            approvals: HashSet::new(),
             closed: false,
             max,
         }
@@ -237,8 +240,21 @@ impl Pending {
         Ok(())
     }
 
+    /// Marks a parked request as the authorizer's approval question.
+    pub(crate) fn mark_approval(&mut self, id: &str) {
+        if self.waiting.contains_key(id) {
+            self.approvals.insert(id.to_owned());
+        }
+    }
+
+    /// Whether the parked request `id` is an approval question.
+    pub(crate) fn is_approval(&self, id: &str) -> bool {
+        self.approvals.contains(id)
+    }
+
     /// Takes the waiter for `id`: whoever takes it closes the request, exactly once.
     pub(crate) fn take(&mut self, id: &str) -> Option<oneshot::Sender<ClientReply>> {
+        self.approvals.remove(id);
         self.waiting.remove(id)
     }
 
@@ -257,6 +273,7 @@ impl Pending {
     pub(crate) fn close(&mut self) {
         self.closed = true;
         self.waiting.clear();
+        self.approvals.clear();
     }
 }
 

@@ -62,6 +62,11 @@ pub(crate) struct ServerInner {
     sealer: crate::elicit::state::StateSealer,
     listeners: parking_lot::Mutex<Vec<Arc<modern::Listener>>>,
     shutdown: tokio_util::sync::CancellationToken,
+    /// The replicas this one shares state with, if any.
+    cluster: Option<crate::cluster::Cluster>,
+    /// Receives the other replicas' list changes and resource updates (held here; the
+    /// cluster holds it weakly).
+    bus_handler: std::sync::OnceLock<crate::cluster::BusHandler>,
 }
 
 impl fmt::Debug for Server {
@@ -238,8 +243,25 @@ impl Server {
         self.broadcast(&frame, |_| true);
     }
 
-    /// Tells every connection subscribed to `uri` that it changed.
+    /// The replicas this server shares state with, when it was built with
+    /// [`ServerBuilder::cluster`].
+    pub fn cluster(&self) -> Option<&crate::cluster::Cluster> {
+        self.inner.cluster.as_ref()
+    }
+
+    /// Tells every connection subscribed to `uri` that it changed: on this replica, and on
+    /// every other replica of its cluster.
     pub fn resource_updated(&self, uri: &str) {
+        self.resource_updated_here(uri);
+        if let Some(cluster) = &self.inner.cluster {
+            cluster.publish_detached(crate::cluster::BusMessage::ResourceUpdated {
+                origin: cluster.replica_id().to_owned(),
+                uri: uri.to_owned(),
+            });
+        }
+    }
+
+    fn resource_updated_here(&self, uri: &str) {
         self.notify_listeners_updated(uri);
         let frame = encode_notification(
             methods::RESOURCES_UPDATED,
@@ -259,6 +281,37 @@ impl Server {
         let frame = encode_notification::<()>(method, None);
         self.broadcast(&frame, |c| c.session.read().version.is_some());
         self.notify_listeners_list_changed(kind);
+        if let Some(cluster) = &self.inner.cluster {
+            let list = match kind {
+                ListKind::Tools => crate::cluster::ListName::Tools,
+                ListKind::Resources => crate::cluster::ListName::Resources,
+                ListKind::Prompts => crate::cluster::ListName::Prompts,
+            };
+            cluster.publish_detached(crate::cluster::BusMessage::ListChanged {
+                origin: cluster.replica_id().to_owned(),
+                list,
+            });
+        }
+    }
+
+    /// A list change or resource update raised on another replica: delivered to this
+    /// replica's connections and listen streams, and not published again.
+    fn on_bus(&self, message: &crate::cluster::BusMessage) {
+        use crate::cluster::{BusMessage, ListName};
+        match message {
+            BusMessage::ListChanged { list, .. } => {
+                let (kind, method) = match list {
+                    ListName::Tools => (ListKind::Tools, methods::TOOLS_LIST_CHANGED),
+                    ListName::Resources => (ListKind::Resources, methods::RESOURCES_LIST_CHANGED),
+                    ListName::Prompts => (ListKind::Prompts, methods::PROMPTS_LIST_CHANGED),
+                };
+                let frame = encode_notification::<()>(method, None);
+                self.broadcast(&frame, |c| c.session.read().version.is_some());
+                self.notify_listeners_list_changed(kind);
+            }
+            BusMessage::ResourceUpdated { uri, .. } => self.resource_updated_here(uri),
+            _ => {}
+        }
     }
 
     fn broadcast(&self, frame: &str, mut include: impl FnMut(&ConnState) -> bool) {
@@ -296,6 +349,11 @@ impl Connection {
     /// The server.
     pub fn server(&self) -> &Server {
         &self.server
+    }
+
+    /// What the server keeps about this connection.
+    pub(crate) fn state(&self) -> &Arc<ConnState> {
+        &self.state
     }
 
     /// What this connection holds right now.

@@ -347,7 +347,7 @@ impl Server {
     /// Opens the MRTR state of a request: verifies a presented `requestState` against what
     /// the request is (method, target, arguments, principal) and combines its answers with
     /// the request's `inputResponses`. `None` on the handshake era.
-    pub(crate) fn open_mrtr(
+    pub(crate) async fn open_mrtr(
         &self,
         scope: &Scope,
         binding: &Binding,
@@ -358,9 +358,14 @@ impl Server {
             return Ok(None);
         }
         let opened = match request_state {
-            Some(state) => Some(self.inner.sealer.open(state, binding).map_err(|e| {
+            Some(state) => Some(self.inner.sealer.open(state, binding).await.map_err(|e| {
                 tracing::info!(target: "mcp::elicit", method = %binding.method, target = %binding.target, reason = e.describe(), "requestState refused");
-                ErrorObject::invalid_params(format!("Invalid params: {}", e.describe()))
+                match e {
+                    crate::elicit::state::StateError::Unavailable => {
+                        ErrorObject::internal(format!("Internal error: {}", e.describe()))
+                    }
+                    _ => ErrorObject::invalid_params(format!("Invalid params: {}", e.describe())),
+                }
             })?),
             None => None,
         };

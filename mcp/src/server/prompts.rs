@@ -71,7 +71,10 @@ impl Server {
             principal: scope.caller.subject(),
         });
         let mrtr = match &binding {
-            Some(b) => self.open_mrtr(scope, b, p.request_state.as_deref(), p.input_responses)?,
+            Some(b) => {
+                self.open_mrtr(scope, b, p.request_state.as_deref(), p.input_responses)
+                    .await?
+            }
             None => None,
         };
         let handler = Arc::clone(&prompt.handler);

@@ -219,6 +219,11 @@ impl App {
         if self.shutdown_watched.swap(true, Ordering::AcqRel) {
             return;
         }
+        if let Some(cluster) = self.server.cluster()
+            && let Err(e) = cluster.start()
+        {
+            tracing::error!(target: "mcp::cluster", error = %e, "cannot join the cluster");
+        }
         let server = self.server.clone();
         let shutdown = self.config.shutdown.clone();
         let dropped = self.dropped.clone();
@@ -312,8 +317,14 @@ pub(crate) fn build(
         .max_body_bytes
         .unwrap_or(server.config().max_message_size);
     let bearer = config.bearer.clone().map(Arc::new);
+    if let Some(cluster) = server.cluster()
+        && tokio::runtime::Handle::try_current().is_ok()
+        && let Err(e) = cluster.start()
+    {
+        return Err(HttpError::Config(format!("cannot join the cluster: {e}")));
+    }
     let app = Arc::new(App {
-        sessions: super::streamable_http::SessionTable::new(&config),
+        sessions: super::streamable_http::SessionTable::new(&config, server.cluster()),
         sse_sessions: super::sse::SseTable::new(&config),
         server,
         max_body,

@@ -22,6 +22,7 @@
 
 mod headers;
 mod session;
+mod shared;
 mod stateless;
 
 use std::sync::Arc;
@@ -224,9 +225,18 @@ fn session_required() -> Response {
     )
 }
 
-/// The live session named by the request, owned by its principal; 404 otherwise.
+/// The live session named by the request, owned by its principal; 404 otherwise. With a
+/// cluster, the session is read from the shared store (and this replica's copy made or
+/// brought up to date).
 #[allow(clippy::result_large_err)]
-fn lookup(app: &App, id: &str, principal: Option<&Principal>) -> Result<Arc<Session>, Response> {
+async fn lookup(
+    app: &App,
+    id: &str,
+    principal: Option<&Principal>,
+) -> Result<Arc<Session>, Response> {
+    if let Some(shared) = &app.sessions.shared {
+        return shared::lookup(app, shared, id, principal).await;
+    }
     match app.sessions.get(id) {
         // A session is bound to the principal that created it: anyone else is told it does
         // not exist, as for an id never issued.
@@ -311,7 +321,7 @@ async fn post_handler(
             if let Err(r) = version_header(&headers) {
                 return r;
             }
-            let session = match lookup(&app, &id, principal.as_deref()) {
+            let session = match lookup(&app, &id, principal.as_deref()).await {
                 Ok(s) => s,
                 Err(r) => return r,
             };
@@ -351,21 +361,7 @@ async fn start_session(
 ) -> Response {
     let session = match app.sessions.create(&app.server, principal.as_deref()) {
         Ok(s) => s,
-        Err(session::Full(max)) => {
-            tracing::warn!(target: "mcp::http", max, "session limit reached; refusing initialize");
-            let mut r = rpc_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                codes::INTERNAL_ERROR,
-                format!(
-                    "Service Unavailable: the server already holds its maximum of {max} sessions; try again later"
-                ),
-            );
-            r.headers_mut().insert(
-                axum::http::header::RETRY_AFTER,
-                HeaderValue::from_static("5"),
-            );
-            return r;
-        }
+        Err(session::Full(max)) => return sessions_full(max),
     };
     let _busy = session.busy();
     let reply = session
@@ -396,7 +392,50 @@ async fn start_session(
     if let Some(v) = negotiated {
         session.set_version(v);
     }
+    if let Some(shared) = &session.shared
+        && let Err(e) = shared::save_new(shared, &session).await
+    {
+        // A session the other replicas cannot see would fail on its next request.
+        app.sessions.remove(&session.id);
+        return shared::unavailable(&e);
+    }
     with_session(json_response(StatusCode::OK, reply.into_frame()), &session)
+}
+
+/// 503: the session table is full.
+fn sessions_full(max: usize) -> Response {
+    tracing::warn!(target: "mcp::http", max, "session limit reached; refusing a session");
+    let mut r = rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        codes::INTERNAL_ERROR,
+        format!(
+            "Service Unavailable: the server already holds its maximum of {max} sessions; try again later"
+        ),
+    );
+    r.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        HeaderValue::from_static("5"),
+    );
+    r
+}
+
+/// A notification, or an answer to the server's own question, on a session: no user code
+/// runs, so it is handled before the 202. With a cluster, an answer is routed to the
+/// replica holding the question, and a change (`initialized`) is saved.
+async fn not_a_request(session: &Session, message: Message) {
+    match (&session.shared, message) {
+        (None, message) => {
+            let _ = session.conn.handle(message).await;
+        }
+        (Some(shared), message @ Message::Response(_)) => {
+            shared::route_answer(session, shared, message).await;
+        }
+        (Some(shared), message) => {
+            let before = shared::snapshot(&session.conn);
+            let _ = session.conn.handle(message).await;
+            shared::save_changes(session, shared, before).await;
+        }
+    }
 }
 
 /// A POST on an existing session.
@@ -424,9 +463,7 @@ async fn on_session(
             .await
         }
         Incoming::Single(Ok(message)) => {
-            // A notification or an answer to the server's own question: no user code runs,
-            // so it is handled before the 202.
-            let _ = session.conn.handle(message).await;
+            not_a_request(session, message).await;
             accepted()
         }
         Incoming::Batch(items) => {
@@ -450,9 +487,7 @@ async fn on_session(
                         ));
                     }
                     Ok(m @ Message::Request(_)) => requests.push(m),
-                    Ok(m) => {
-                        let _ = session.conn.handle(m).await;
-                    }
+                    Ok(m) => not_a_request(session, m).await,
                     Err(e) => premade.push(Reply::error(e.id(), &e.to_error())),
                 }
             }
@@ -569,17 +604,35 @@ async fn exchange(
     let (answer_tx, answer_rx) = oneshot::channel();
     let (live_tx, live_rx) = mpsc::channel(LIVE_CAPACITY);
     let priming = session.primes().then_some(app.config.retry);
-    tokio::spawn(run_exchange(
-        Arc::clone(session),
-        requests,
-        premade,
-        batch,
-        principal,
-        app.server.config().outbound_capacity,
-        priming,
-        live_tx,
-        answer_tx,
-    ));
+    match &session.shared {
+        None => {
+            tokio::spawn(run_exchange(
+                Arc::clone(session),
+                requests,
+                premade,
+                batch,
+                principal,
+                app.server.config().outbound_capacity,
+                priming,
+                live_tx,
+                answer_tx,
+            ));
+        }
+        Some(shared) => {
+            tokio::spawn(shared::run_exchange(
+                Arc::clone(session),
+                Arc::clone(shared),
+                requests,
+                premade,
+                batch,
+                principal,
+                app.server.config().outbound_capacity,
+                priming,
+                live_tx,
+                answer_tx,
+            ));
+        }
+    }
     match answer_rx.await {
         Ok(Answer::Json(body)) => json_response(StatusCode::OK, body),
         Ok(Answer::Nothing) => accepted(),
@@ -711,7 +764,7 @@ async fn get_handler(
     if let Err(r) = version_header(&headers) {
         return r;
     }
-    let session = match lookup(&app, &id, principal.as_deref()) {
+    let session = match lookup(&app, &id, principal.as_deref()).await {
         Ok(s) => s,
         Err(r) => return r,
     };
@@ -733,21 +786,31 @@ async fn get_handler(
     let last = headers
         .get(&LAST_EVENT_ID)
         .map(|v| v.to_str().unwrap_or(""));
-    let (rx, standalone) = match last {
-        None => match session.open_standalone(session.primes().then_some(app.config.retry)) {
-            Ok(rx) => (rx, true),
-            Err(session::AlreadyOpen) => {
-                return with_session(
-                    rpc_error(
-                        StatusCode::CONFLICT,
-                        codes::INVALID_REQUEST,
-                        "Conflict: this session already has an open GET stream; only one is allowed (resume with Last-Event-ID instead)",
-                    ),
-                    &session,
-                );
+    let priming = session.primes().then_some(app.config.retry);
+    let (rx, standalone) = match (last, session.shared.clone()) {
+        (None, Some(shared)) => {
+            let cursor = shared::standalone_cursor(&session, &shared).await;
+            match session.open_standalone_at(priming, Some(&cursor)) {
+                Ok(rx) => (rx, true),
+                Err(session::AlreadyOpen) => return already_open(&session),
             }
+        }
+        (Some(text), Some(shared)) => {
+            let Some((stream, pos)) = shared::parse_cursor(text) else {
+                return bad_request(format!(
+                    "Bad Request: Last-Event-ID {text:?} is not an event id of this server"
+                ));
+            };
+            match shared::resume(&session, &shared, stream, pos).await {
+                Ok(rx) => (rx, stream == STANDALONE),
+                Err(r) => return with_session(r, &session),
+            }
+        }
+        (None, None) => match session.open_standalone(priming) {
+            Ok(rx) => (rx, true),
+            Err(session::AlreadyOpen) => return already_open(&session),
         },
-        Some(text) => {
+        (Some(text), None) => {
             let Some(cursor) = EventId::parse(text) else {
                 return bad_request(format!(
                     "Bad Request: Last-Event-ID {text:?} is not an event id of this server"
@@ -781,6 +844,18 @@ async fn get_handler(
     )
 }
 
+/// 409: the session's GET stream is already open.
+fn already_open(session: &Session) -> Response {
+    with_session(
+        rpc_error(
+            StatusCode::CONFLICT,
+            codes::INVALID_REQUEST,
+            "Conflict: this session already has an open GET stream; only one is allowed (resume with Last-Event-ID instead)",
+        ),
+        session,
+    )
+}
+
 async fn delete_handler(
     State(app): State<Arc<App>>,
     principal: MaybePrincipal,
@@ -795,10 +870,19 @@ async fn delete_handler(
     if let Err(r) = version_header(&headers) {
         return r;
     }
-    if let Err(r) = lookup(&app, &id, principal.as_deref()) {
+    if let Err(r) = lookup(&app, &id, principal.as_deref()).await {
         return r;
     }
-    app.sessions.remove(&id);
+    match &app.sessions.shared {
+        Some(shared) => {
+            if let Err(e) = shared::remove(&app, shared, &id).await {
+                return shared::unavailable(&e);
+            }
+        }
+        None => {
+            app.sessions.remove(&id);
+        }
+    }
     let mut r = Response::new(Body::empty());
     *r.status_mut() = StatusCode::NO_CONTENT;
     r

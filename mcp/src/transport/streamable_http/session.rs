@@ -17,7 +17,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::shared::Shared;
 use crate::auth::Principal;
+use crate::cluster::{BusMessage, SessionRecord};
 use crate::protocol::ProtocolVersion;
 use crate::server::{ConnId, Connection, Outbound, OutboundReceiver, Server, Transport};
 use crate::transport::http::HttpConfig;
@@ -95,6 +97,9 @@ pub(crate) struct Session {
     /// SSE responses open now, and how many may be.
     open_responses: AtomicUsize,
     max_responses: usize,
+    /// The cluster this session's record lives in, when the server is one replica of
+    /// several (this object is then this replica's local copy).
+    pub(crate) shared: Option<Arc<Shared>>,
 }
 
 /// One open SSE response of a session, counted against `max_streams_per_session` while
@@ -166,6 +171,74 @@ impl Session {
 
     pub(crate) fn version(&self) -> Option<ProtocolVersion> {
         *self.version.read()
+    }
+
+    /// The owner, as a shared record stores it.
+    pub(crate) fn owner(&self) -> Option<crate::cluster::Owner> {
+        self.owner
+            .as_ref()
+            .map(|(subject, issuer)| crate::cluster::Owner {
+                subject: subject.clone(),
+                issuer: issuer.clone(),
+            })
+    }
+
+    /// Brings this local copy up to date with the shared record.
+    pub(crate) fn apply_record(&self, record: &SessionRecord) {
+        let version = record
+            .version
+            .as_deref()
+            .and_then(|v| v.parse::<ProtocolVersion>().ok());
+        if let Some(v) = version {
+            self.set_version(v);
+        }
+        super::shared::apply_to_conn(&self.conn, record, version);
+    }
+
+    /// Attaches `tx` as the live response of `stream` (replacing an earlier one), sending
+    /// it the priming event first when `priming` carries its cursor and the retry interval.
+    pub(crate) fn attach_live(
+        &self,
+        stream: u64,
+        tx: mpsc::Sender<Bytes>,
+        priming: Option<(&str, Duration)>,
+    ) {
+        if let Some((cursor, retry)) = priming {
+            let _ = tx.try_send(priming_event(cursor, retry));
+        }
+        let mut streams = self.streams.lock();
+        let live = streams.open.entry(stream).or_insert(Live {
+            next_seq: 1,
+            tx: None,
+        });
+        live.tx = Some(tx);
+    }
+
+    /// Sends an already encoded event on `stream`'s live response, if it has one here; a
+    /// response that is gone or too slow is detached.
+    pub(crate) fn send_live(&self, stream: u64, event: Bytes) {
+        let mut streams = self.streams.lock();
+        if let Some(live) = streams.open.get_mut(&stream)
+            && let Some(tx) = &live.tx
+            && tx.try_send(event).is_err()
+        {
+            live.tx = None;
+        }
+    }
+
+    /// Whether `stream` has a live response on this replica.
+    pub(crate) fn has_live(&self, stream: u64) -> bool {
+        self.streams
+            .lock()
+            .open
+            .get(&stream)
+            .and_then(|l| l.tx.as_ref())
+            .is_some_and(|tx| !tx.is_closed())
+    }
+
+    /// Whether a request is running or a stream is open on this local copy.
+    pub(crate) fn is_busy(&self) -> bool {
+        self.busy.load(Ordering::Acquire) > 0
     }
 
     pub(crate) fn set_version(&self, v: ProtocolVersion) {
@@ -247,6 +320,16 @@ impl Session {
         &self,
         priming: Option<Duration>,
     ) -> Result<mpsc::Receiver<Bytes>, AlreadyOpen> {
+        self.open_standalone_at(priming, None)
+    }
+
+    /// [`Session::open_standalone`], with the priming event's cursor given (a shared
+    /// session's event log decides it) instead of taken from the local store.
+    pub(crate) fn open_standalone_at(
+        &self,
+        priming: Option<Duration>,
+        cursor: Option<&str>,
+    ) -> Result<mpsc::Receiver<Bytes>, AlreadyOpen> {
         let mut streams = self.streams.lock();
         let live = streams.open.entry(STANDALONE).or_insert(Live {
             next_seq: 1,
@@ -259,11 +342,14 @@ impl Session {
         if let Some(retry) = priming {
             // Resuming from here replays what comes next, not what was sent while no
             // stream was open.
-            let cursor = EventId {
-                stream: STANDALONE,
-                seq: live.next_seq - 1,
-            }
-            .render();
+            let cursor = match cursor {
+                Some(c) => c.to_owned(),
+                None => EventId {
+                    stream: STANDALONE,
+                    seq: live.next_seq - 1,
+                }
+                .render(),
+            };
             let _ = tx.try_send(priming_event(&cursor, retry));
         }
         live.tx = Some(tx);
@@ -333,6 +419,11 @@ pub(crate) struct Full(pub(crate) usize);
 
 /// All sessions of one router.
 pub(crate) struct SessionTable {
+    /// The replicas this table shares sessions with, if any.
+    pub(crate) shared: Option<Arc<Shared>>,
+    /// Receives the other replicas' messages about sessions: held here, because the
+    /// cluster holds it weakly.
+    _bus_handler: Option<crate::cluster::BusHandler>,
     map: RwLock<HashMap<Arc<str>, Arc<Session>>>,
     max: usize,
     idle: Duration,
@@ -344,17 +435,64 @@ pub(crate) struct SessionTable {
 }
 
 impl SessionTable {
-    pub(crate) fn new(config: &HttpConfig) -> Arc<Self> {
-        Arc::new(SessionTable {
-            map: RwLock::new(HashMap::new()),
-            max: config.max_sessions,
-            idle: config.session_idle_timeout,
-            store_events: config.event_store_events,
-            store_bytes: config.event_store_bytes,
-            max_responses: config.max_streams_per_session,
-            reaper: AtomicBool::new(false),
-            shutdown: config.shutdown.clone(),
+    pub(crate) fn new(config: &HttpConfig, cluster: Option<&crate::cluster::Cluster>) -> Arc<Self> {
+        let shared = cluster.map(|c| {
+            Arc::new(Shared {
+                cluster: c.clone(),
+                ttl: config.session_idle_timeout,
+                max_events: config.event_store_events,
+            })
+        });
+        Arc::new_cyclic(|weak: &Weak<SessionTable>| {
+            let bus_handler = shared.as_ref().map(|sh| {
+                let weak = weak.clone();
+                let handler: crate::cluster::BusHandler = Arc::new(move |m| {
+                    if let Some(table) = weak.upgrade() {
+                        table.on_bus(m);
+                    }
+                });
+                sh.cluster.on_message(&handler);
+                handler
+            });
+            SessionTable {
+                shared,
+                _bus_handler: bus_handler,
+                map: RwLock::new(HashMap::new()),
+                max: config.max_sessions,
+                idle: config.session_idle_timeout,
+                store_events: config.event_store_events,
+                store_bytes: config.event_store_bytes,
+                max_responses: config.max_streams_per_session,
+                reaper: AtomicBool::new(false),
+                shutdown: config.shutdown.clone(),
+            }
         })
+    }
+
+    /// What another replica said about a session this one may hold a copy of.
+    fn on_bus(&self, message: &BusMessage) {
+        match message {
+            BusMessage::SessionRemoved { session, .. } => {
+                self.remove(session);
+            }
+            BusMessage::SessionChanged {
+                session, change, ..
+            } => {
+                if let Some(s) = self.map.read().get(session.as_str()) {
+                    super::shared::apply_change(&s.conn, change);
+                }
+            }
+            BusMessage::Answer { session, frame, .. } => {
+                let local = self.map.read().get(session.as_str()).cloned();
+                match local {
+                    Some(s) => super::shared::deliver_routed(&s, frame),
+                    None => {
+                        tracing::debug!(target: "mcp::cluster", "an answer for a session this replica no longer holds; its question closed with it");
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Creates a session owned by `principal`, connected to `server` as a connection of
@@ -363,6 +501,44 @@ impl SessionTable {
         self: &Arc<Self>,
         server: &Server,
         principal: Option<&Principal>,
+    ) -> Result<Arc<Session>, Full> {
+        let owner = principal.map(|p| (p.subject.clone(), p.issuer.clone()));
+        self.insert(server, None, ConnId::random("http"), owner)
+    }
+
+    /// A local copy of a session another replica created, from its shared record.
+    pub(crate) fn rehydrate(
+        self: &Arc<Self>,
+        server: &Server,
+        id: &str,
+        record: &SessionRecord,
+    ) -> Result<Arc<Session>, Full> {
+        if let Some(s) = self.map.read().get(id)
+            && !s.closed.is_cancelled()
+        {
+            return Ok(Arc::clone(s));
+        }
+        let conn_id = if record.conn_id.is_empty() {
+            ConnId::random("http")
+        } else {
+            ConnId::new(&record.conn_id)
+        };
+        let owner = record
+            .owner
+            .as_ref()
+            .map(|o| (o.subject.clone(), o.issuer.clone()));
+        let session = self.insert(server, Some(id), conn_id, owner)?;
+        session.apply_record(record);
+        tracing::debug!(target: "mcp::cluster", conn_id = %session.conn.id(), "session rehydrated from the shared store");
+        Ok(session)
+    }
+
+    fn insert(
+        self: &Arc<Self>,
+        server: &Server,
+        known_id: Option<&str>,
+        conn_id: ConnId,
+        owner: Option<(String, Option<String>)>,
     ) -> Result<Arc<Session>, Full> {
         self.ensure_reaper();
         let mut map = self.map.write();
@@ -379,14 +555,22 @@ impl SessionTable {
                 return Err(Full(self.max));
             }
         }
-        let id: Arc<str> = loop {
-            let candidate: Arc<str> = Arc::from(crate::util::random_token(24));
-            if !map.contains_key(&candidate) {
-                break candidate;
+        let id: Arc<str> = match known_id {
+            Some(id) => {
+                if let Some(old) = map.remove(id) {
+                    old.close();
+                }
+                Arc::from(id)
             }
+            None => loop {
+                let candidate: Arc<str> = Arc::from(crate::util::random_token(24));
+                if !map.contains_key(&candidate) {
+                    break candidate;
+                }
+            },
         };
         let (out, rx) = Outbound::channel(server.config().outbound_capacity);
-        let conn = server.connect(ConnId::random("http"), Transport::Http, out);
+        let conn = server.connect(conn_id, Transport::Http, out);
         let mut open = HashMap::new();
         open.insert(
             STANDALONE,
@@ -398,7 +582,7 @@ impl SessionTable {
         let session = Arc::new(Session {
             id: Arc::clone(&id),
             conn,
-            owner: principal.map(|p| (p.subject.clone(), p.issuer.clone())),
+            owner,
             version: RwLock::new(None),
             last_seen: Mutex::new(Instant::now()),
             busy: AtomicUsize::new(0),
@@ -413,6 +597,7 @@ impl SessionTable {
             store_bytes: self.store_bytes,
             open_responses: AtomicUsize::new(0),
             max_responses: self.max_responses,
+            shared: self.shared.clone(),
         });
         tokio::spawn(pump(Arc::clone(&session), rx));
         map.insert(id, Arc::clone(&session));
@@ -482,6 +667,23 @@ impl SessionTable {
                 }
                 let Some(table) = weak.upgrade() else { break };
                 table.sweep();
+                if let Some(shared) = table.shared.clone() {
+                    // A session with a request running or a stream open here stays alive
+                    // everywhere, as a local one does.
+                    let busy: Vec<Arc<str>> = table
+                        .map
+                        .read()
+                        .iter()
+                        .filter(|(_, s)| s.is_busy())
+                        .map(|(id, _)| Arc::clone(id))
+                        .collect();
+                    drop(table);
+                    for id in busy {
+                        if let Err(e) = shared.cluster.sessions().touch(&id, shared.ttl).await {
+                            tracing::warn!(target: "mcp::cluster", error = %e, "could not extend a busy session's life");
+                        }
+                    }
+                }
             }
         });
     }
@@ -493,7 +695,15 @@ async fn pump(session: Arc<Session>, mut rx: OutboundReceiver) {
     loop {
         tokio::select! {
             frame = rx.recv() => match frame {
-                Some(frame) => session.publish(STANDALONE, frame),
+                Some(frame) => match &session.shared {
+                    None => session.publish(STANDALONE, frame),
+                    // Every replica holding a copy of the session gets the notification;
+                    // the one holding its GET stream delivers it.
+                    Some(shared) if session.has_live(STANDALONE) => {
+                        super::shared::publish(&session, shared, STANDALONE, &frame, None).await;
+                    }
+                    Some(_) => {}
+                },
                 None => break,
             },
             _ = session.closed.cancelled() => break,

@@ -1,0 +1,669 @@
+//! Running several replicas of one server behind a load balancer: the state they share and
+//! how they talk to each other.
+//!
+//! One process needs none of this: by default a server keeps its sessions, its resumable
+//! events and its used `requestState` nonces in memory, as it always has. A [`Cluster`]
+//! given to [`ServerBuilder::cluster`](crate::ServerBuilder::cluster) makes a replica one
+//! of several that answer any request:
+//!
+//! - **2026-07-28 (stateless).** Any replica answers any request. The key that seals
+//!   `requestState` must be the same on every replica
+//!   ([`ServerBuilder::state_key`](crate::ServerBuilder::state_key)); a state opens once
+//!   across all of them ([`NonceStore`]). A `subscriptions/listen` stream lives on the
+//!   replica that accepted it; a list change or resource update raised on any replica reaches
+//!   it through the [`Bus`].
+//! - **Handshake era (sessions).** A session's record (its negotiated version, client
+//!   capabilities and info, log level and resource subscriptions) lives in the
+//!   [`SessionStore`], so any replica can serve it; the events of its SSE streams live in
+//!   the [`EventStore`], so a stream can be resumed (`Last-Event-ID`) on any replica. A
+//!   question the server asked the client (elicitation, sampling, roots) stays parked on
+//!   the replica that asked; an answer that lands on another replica is routed to it over
+//!   the bus. If that replica is gone, the call it was serving is closed (an approval with
+//!   the deny, anything else with an error) and the response is left on the call's stream
+//!   for the client to resume: nothing hangs.
+//!
+//! Two implementations come with the crate: [`memory::MemoryBackend`], which shares state
+//! between replicas *in one process* (for tests, and for several routers in one
+//! application), and, with the `redis` cargo feature, `mcp::cluster::redis` (a Redis server shared by
+//! replicas on several machines).
+//!
+//! # What is not shared
+//!
+//! The registry (tools, resources and prompts registered at run time), the application's
+//! own state, the legacy HTTP+SSE transport's sessions (use sticky sessions for it), the
+//! limits (`max_sessions` and friends count per replica), and notifications sent while a
+//! session has no GET stream open on any replica.
+
+pub mod memory;
+#[cfg(feature = "redis")]
+pub mod redis;
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// A shared store or the bus failed (the backend is unreachable, or answered nonsense).
+/// Requests that needed it fail closed: a session that cannot be read is not served, a
+/// `requestState` whose single use cannot be recorded is not accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreError(pub String);
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "shared state unavailable: {}", self.0)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// Results of the shared stores.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The principal that opened a session: only the same subject and issuer may use it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    /// The token's subject.
+    pub subject: String,
+    /// The token's issuer.
+    pub issuer: Option<String>,
+}
+
+/// What every replica needs to know to serve a handshake-era session.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// The connection id the session's requests run under (the same on every replica, so
+    /// logs and audit events name one connection).
+    pub conn_id: String,
+    /// Who opened it, when a bearer token named someone.
+    pub owner: Option<Owner>,
+    /// The negotiated protocol version, once `initialize` succeeded.
+    pub version: Option<String>,
+    /// The client's capabilities, as `initialize` declared them.
+    pub capabilities: Option<Value>,
+    /// The client's `clientInfo`.
+    pub client_info: Option<Value>,
+    /// The `logging/setLevel` level, if one was set.
+    pub log_level: Option<String>,
+    /// Whether `notifications/initialized` arrived.
+    pub initialized: bool,
+    /// The resource URIs the session subscribed to.
+    pub subscriptions: Vec<String>,
+}
+
+/// One change to a session's record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "change", rename_all = "snake_case")]
+pub enum SessionChange {
+    /// `initialize` succeeded.
+    Initialized {
+        /// The negotiated version.
+        version: String,
+        /// The client's capabilities.
+        capabilities: Value,
+        /// The client's `clientInfo`.
+        client_info: Option<Value>,
+    },
+    /// `notifications/initialized` arrived.
+    Ready,
+    /// `logging/setLevel`.
+    LogLevel {
+        /// The new level.
+        level: String,
+    },
+    /// `resources/subscribe`.
+    Subscribe {
+        /// The URI.
+        uri: String,
+    },
+    /// `resources/unsubscribe`.
+    Unsubscribe {
+        /// The URI.
+        uri: String,
+    },
+}
+
+impl SessionRecord {
+    /// Applies a change.
+    pub fn apply(&mut self, change: &SessionChange) {
+        match change {
+            SessionChange::Initialized {
+                version,
+                capabilities,
+                client_info,
+            } => {
+                self.version = Some(version.clone());
+                self.capabilities = Some(capabilities.clone());
+                self.client_info = client_info.clone();
+            }
+            SessionChange::Ready => self.initialized = true,
+            SessionChange::LogLevel { level } => self.log_level = Some(level.clone()),
+            SessionChange::Subscribe { uri } => {
+                if !self.subscriptions.contains(uri) {
+                    self.subscriptions.push(uri.clone());
+                }
+            }
+            SessionChange::Unsubscribe { uri } => self.subscriptions.retain(|u| u != uri),
+        }
+    }
+}
+
+/// A call served on one SSE stream of a session: its JSON-RPC id, and the tool when it is
+/// a `tools/call`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StreamCall {
+    /// The request's id, as the client sent it.
+    pub id: Value,
+    /// The tool a `tools/call` names.
+    pub tool: Option<String>,
+}
+
+/// A POST answered as an SSE stream, while it runs: who serves it and which calls it
+/// carries, so that another replica can close them if that one dies.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StreamInfo {
+    /// The replica serving it.
+    pub replica: String,
+    /// The calls whose responses it will carry.
+    pub calls: Vec<StreamCall>,
+}
+
+/// A question the server asked the client, parked on one replica until its answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParkedAsk {
+    /// The replica holding the waiting call.
+    pub replica: String,
+    /// The SSE stream the question went out on (and the call's response will).
+    pub stream: u64,
+    /// Whether it is the authorizer's approval question (closing it denies the call).
+    pub approval: bool,
+}
+
+/// One stored SSE event of a session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredEvent {
+    /// Its position in the session's event log (opaque; `<digits>-<digits>`).
+    pub pos: String,
+    /// The JSON-RPC frame.
+    pub frame: String,
+}
+
+/// What a replay found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Replay {
+    /// The stream's events after the cursor, oldest first.
+    pub events: Vec<StoredEvent>,
+    /// Whether the stream ended (its last response was stored).
+    pub finished: bool,
+}
+
+/// Handshake-era sessions shared by replicas. Every method that names a session also
+/// extends its life (`ttl` since the last use) where it says so; a session not used for
+/// its ttl is gone everywhere.
+pub trait SessionStore: Send + Sync + 'static {
+    /// Records a new session.
+    fn create<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a SessionRecord,
+        ttl: Duration,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+    /// The session's record (`None` when it expired, was deleted or never existed), and
+    /// its life extended by `ttl`.
+    fn load<'a>(
+        &'a self,
+        id: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, StoreResult<Option<SessionRecord>>>;
+    /// Extends the session's life; `false` when it is gone.
+    fn touch<'a>(&'a self, id: &'a str, ttl: Duration) -> BoxFuture<'a, StoreResult<bool>>;
+    /// Applies a change to the session's record.
+    fn update<'a>(
+        &'a self,
+        id: &'a str,
+        change: &'a SessionChange,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+    /// Removes the session and everything stored for it; `true` when it existed.
+    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
+    /// A new stream number for the session (1, 2, ...; 0 is the GET stream).
+    fn next_stream<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<u64>>;
+    /// Records a running stream.
+    fn open_stream<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+        info: &'a StreamInfo,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+    /// Takes a running stream's record: exactly one caller gets `Some` (the replica that
+    /// ends it, or the one that closes it for a dead replica).
+    fn claim_stream<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+    ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>>;
+    /// The record of a running stream, if it is still running.
+    fn stream_info<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+    ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>>;
+    /// Records a parked question under its request id.
+    fn park<'a>(
+        &'a self,
+        id: &'a str,
+        request: &'a str,
+        ask: &'a ParkedAsk,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+    /// Takes a parked question: exactly one caller gets `Some`, so each question is closed
+    /// (answered, timed out or closed for a dead replica) once.
+    fn unpark<'a>(
+        &'a self,
+        id: &'a str,
+        request: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<ParkedAsk>>>;
+    /// The questions parked on one stream of the session, by request id.
+    fn parked_on<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+    ) -> BoxFuture<'a, StoreResult<Vec<(String, ParkedAsk)>>>;
+}
+
+/// The SSE events of handshake-era sessions, kept (bounded) so a client can resume a
+/// stream with `Last-Event-ID` on any replica.
+pub trait EventStore: Send + Sync + 'static {
+    /// Appends a frame to one stream of the session, keeping at most about `max` events
+    /// per session; returns its position.
+    fn append<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+        frame: &'a str,
+        max: usize,
+    ) -> BoxFuture<'a, StoreResult<String>>;
+    /// Marks a stream as ended.
+    fn finish<'a>(&'a self, id: &'a str, stream: u64, max: usize)
+    -> BoxFuture<'a, StoreResult<()>>;
+    /// The position of the session's newest event (`0-0` when it has none): a cursor
+    /// after which only events to come are replayed.
+    fn tail<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<String>>;
+    /// The stream's events after `after` (a position from [`EventStore::append`], or `0-0`
+    /// for the start), and whether it ended.
+    fn replay<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+        after: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Replay>>;
+}
+
+/// Single use of sealed `requestState` (2026-07-28) across replicas: a nonce is recorded
+/// until its state expires.
+pub trait NonceStore: Send + Sync + 'static {
+    /// Records `nonce` as used until `expires_at_ms` (Unix milliseconds); `false` when it
+    /// was used before.
+    fn consume<'a>(
+        &'a self,
+        nonce: &'a str,
+        expires_at_ms: u64,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
+}
+
+/// Which list changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ListName {
+    /// `tools/list`.
+    Tools,
+    /// `resources/list`.
+    Resources,
+    /// `prompts/list`.
+    Prompts,
+}
+
+/// What replicas tell each other.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum BusMessage {
+    /// A list changed on the replica `origin`.
+    ListChanged {
+        /// The replica it changed on.
+        origin: String,
+        /// The list.
+        list: ListName,
+    },
+    /// A resource changed, as seen by the replica `origin`.
+    ResourceUpdated {
+        /// The replica that saw it.
+        origin: String,
+        /// The resource.
+        uri: String,
+    },
+    /// A session's record changed (subscriptions and log level matter to the replica
+    /// holding its GET stream).
+    SessionChanged {
+        /// The replica that changed it.
+        origin: String,
+        /// The session.
+        session: String,
+        /// The change.
+        change: SessionChange,
+    },
+    /// A session was deleted: every replica ends its streams and running requests.
+    SessionRemoved {
+        /// The replica that removed it.
+        origin: String,
+        /// The session.
+        session: String,
+    },
+    /// The client's answer to a question parked on the replica `to`.
+    Answer {
+        /// The replica holding the question.
+        to: String,
+        /// The session it belongs to.
+        session: String,
+        /// The JSON-RPC response, as the client sent it.
+        frame: String,
+    },
+}
+
+impl BusMessage {
+    /// The one replica the message is for, or `None` for all of them.
+    pub fn recipient(&self) -> Option<&str> {
+        match self {
+            BusMessage::Answer { to, .. } => Some(to),
+            _ => None,
+        }
+    }
+
+    /// The replica that sent it, for broadcasts (a replica ignores its own).
+    pub fn origin(&self) -> Option<&str> {
+        match self {
+            BusMessage::ListChanged { origin, .. }
+            | BusMessage::ResourceUpdated { origin, .. }
+            | BusMessage::SessionChanged { origin, .. }
+            | BusMessage::SessionRemoved { origin, .. } => Some(origin),
+            BusMessage::Answer { .. } => None,
+        }
+    }
+}
+
+/// Receives the bus's messages for one replica.
+pub type Deliver = Arc<dyn Fn(BusMessage) + Send + Sync>;
+
+/// How replicas talk to each other, and how they tell who is alive.
+pub trait Bus: Send + Sync + 'static {
+    /// Sends a message: to every replica, or to its [`recipient`](BusMessage::recipient).
+    /// Returns how many replicas received it (0 for a recipient that is not listening).
+    fn publish<'a>(&'a self, message: &'a BusMessage) -> BoxFuture<'a, StoreResult<usize>>;
+    /// Starts delivering the messages for `replica` (broadcasts and its own) to `deliver`,
+    /// in the order they were published, until `stop` is cancelled. Must be called inside
+    /// a Tokio runtime.
+    fn listen(&self, replica: &str, deliver: Deliver, stop: CancellationToken) -> StoreResult<()>;
+    /// Says `replica` is alive for `ttl`.
+    fn heartbeat<'a>(&'a self, replica: &'a str, ttl: Duration) -> BoxFuture<'a, StoreResult<()>>;
+    /// Whether `replica` said it is alive within its ttl.
+    fn is_alive<'a>(&'a self, replica: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
+    /// Says `replica` is leaving (a graceful stop).
+    fn leave<'a>(&'a self, replica: &'a str) -> BoxFuture<'a, StoreResult<()>>;
+}
+
+/// How often a replica says it is alive.
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
+/// How long a heartbeat counts: a replica silent this long is dead.
+pub const HEARTBEAT_TTL: Duration = Duration::from_secs(3);
+
+type Handler = std::sync::Weak<dyn Fn(&BusMessage) + Send + Sync>;
+
+/// A receiver of bus messages inside the crate (the server, a session table).
+pub(crate) type BusHandler = Arc<dyn Fn(&BusMessage) + Send + Sync>;
+
+/// One replica's view of the shared state: its id, the stores and the bus. Cheap to clone.
+///
+/// ```
+/// use mcp::cluster::memory::MemoryBackend;
+///
+/// // Two replicas in one process, sharing state in memory.
+/// let backend = MemoryBackend::new();
+/// let a = backend.replica();
+/// let b = backend.replica();
+/// assert_ne!(a.replica_id(), b.replica_id());
+/// ```
+#[derive(Clone)]
+pub struct Cluster {
+    inner: Arc<ClusterInner>,
+}
+
+struct ClusterInner {
+    replica: String,
+    sessions: Arc<dyn SessionStore>,
+    events: Arc<dyn EventStore>,
+    nonces: Arc<dyn NonceStore>,
+    bus: Arc<dyn Bus>,
+    handlers: RwLock<Vec<Handler>>,
+    started: AtomicBool,
+    stop: CancellationToken,
+}
+
+impl fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cluster")
+            .field("replica", &self.inner.replica)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for ClusterInner {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl Cluster {
+    /// A replica with a fresh random id, on the given stores and bus.
+    pub fn new(
+        sessions: Arc<dyn SessionStore>,
+        events: Arc<dyn EventStore>,
+        nonces: Arc<dyn NonceStore>,
+        bus: Arc<dyn Bus>,
+    ) -> Self {
+        Cluster {
+            inner: Arc::new(ClusterInner {
+                replica: format!("replica-{}", crate::util::random_token(12)),
+                sessions,
+                events,
+                nonces,
+                bus,
+                handlers: RwLock::new(Vec::new()),
+                started: AtomicBool::new(false),
+                stop: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// This replica's id (random per process).
+    pub fn replica_id(&self) -> &str {
+        &self.inner.replica
+    }
+
+    /// The session store.
+    pub fn sessions(&self) -> &Arc<dyn SessionStore> {
+        &self.inner.sessions
+    }
+
+    /// The event store.
+    pub fn events(&self) -> &Arc<dyn EventStore> {
+        &self.inner.events
+    }
+
+    /// The used-nonce store.
+    pub fn nonces(&self) -> &Arc<dyn NonceStore> {
+        &self.inner.nonces
+    }
+
+    /// The bus.
+    pub fn bus(&self) -> &Arc<dyn Bus> {
+        &self.inner.bus
+    }
+
+    /// Registers a receiver of bus messages. It is held weakly: it stops receiving when
+    /// its owner drops the `Arc`.
+    pub(crate) fn on_message(&self, handler: &BusHandler) {
+        let mut handlers = self.inner.handlers.write();
+        handlers.retain(|h| h.strong_count() > 0);
+        handlers.push(Arc::downgrade(handler));
+    }
+
+    /// Starts the replica's heartbeat and its bus listener (once; later calls do nothing).
+    /// Must be called inside a Tokio runtime; the HTTP transport calls it when it is built
+    /// or on its first request.
+    pub fn start(&self) -> StoreResult<()> {
+        if self.inner.started.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let weak = Arc::downgrade(&self.inner);
+        let deliver: Deliver = Arc::new(move |message: BusMessage| {
+            let Some(inner) = weak.upgrade() else { return };
+            if message.origin() == Some(inner.replica.as_str()) {
+                return;
+            }
+            let handlers: Vec<_> = inner
+                .handlers
+                .read()
+                .iter()
+                .filter_map(std::sync::Weak::upgrade)
+                .collect();
+            for handler in handlers {
+                handler(&message);
+            }
+        });
+        if let Err(e) = self
+            .inner
+            .bus
+            .listen(&self.inner.replica, deliver, self.inner.stop.clone())
+        {
+            self.inner.started.store(false, Ordering::Release);
+            return Err(e);
+        }
+        let bus = Arc::clone(&self.inner.bus);
+        let replica = self.inner.replica.clone();
+        let stop = self.inner.stop.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(HEARTBEAT_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = stop.cancelled() => break,
+                }
+                if let Err(e) = bus.heartbeat(&replica, HEARTBEAT_TTL).await {
+                    tracing::warn!(target: "mcp::cluster", error = %e, "heartbeat failed");
+                }
+            }
+            let _ = bus.leave(&replica).await;
+        });
+        tracing::info!(target: "mcp::cluster", replica = %self.inner.replica, "replica joined");
+        Ok(())
+    }
+
+    /// Stops the heartbeat and the bus listener; the others see this replica gone once
+    /// its heartbeat lapses ([`Cluster::leave`] tells them at once).
+    pub fn stop(&self) {
+        self.inner.stop.cancel();
+    }
+
+    /// Stops, and tells the others this replica left (a graceful shutdown).
+    pub async fn leave(&self) {
+        self.stop();
+        if let Err(e) = self.inner.bus.leave(&self.inner.replica).await {
+            tracing::warn!(target: "mcp::cluster", error = %e, "could not say goodbye");
+        }
+    }
+
+    /// Publishes a message from a synchronous context (a spawned task; nothing when no
+    /// runtime is running). Failures are logged.
+    pub(crate) fn publish_detached(&self, message: BusMessage) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(target: "mcp::cluster", "no runtime to publish a bus message from");
+            return;
+        };
+        let bus = Arc::clone(&self.inner.bus);
+        handle.spawn(async move {
+            if let Err(e) = bus.publish(&message).await {
+                tracing::warn!(target: "mcp::cluster", error = %e, "could not publish to the other replicas");
+            }
+        });
+    }
+}
+
+/// Whether `pos` is a well-formed event position (`<digits>-<digits>`).
+pub(crate) fn valid_pos(pos: &str) -> bool {
+    pos.split_once('-').is_some_and(|(a, b)| {
+        !a.is_empty()
+            && !b.is_empty()
+            && a.len() <= 20
+            && b.len() <= 20
+            && a.bytes().all(|c| c.is_ascii_digit())
+            && b.bytes().all(|c| c.is_ascii_digit())
+    })
+}
+
+/// Orders two valid positions.
+pub(crate) fn pos_key(pos: &str) -> (u64, u64) {
+    let (a, b) = pos.split_once('-').unwrap_or(("0", "0"));
+    (a.parse().unwrap_or(0), b.parse().unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_are_checked() {
+        for ok in ["0-0", "1712345678901-3"] {
+            assert!(valid_pos(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "1",
+            "-1",
+            "1-",
+            "a-1",
+            "1-1-1",
+            "1--1",
+            "99999999999999999999999-1",
+        ] {
+            assert!(!valid_pos(bad), "{bad}");
+        }
+        assert!(pos_key("2-0") > pos_key("1-9"));
+    }
+
+    #[test]
+    fn records_apply_changes() {
+        let mut r = SessionRecord::default();
+        r.apply(&SessionChange::Subscribe { uri: "a".into() });
+        r.apply(&SessionChange::Subscribe { uri: "a".into() });
+        r.apply(&SessionChange::Subscribe { uri: "b".into() });
+        r.apply(&SessionChange::Unsubscribe { uri: "a".into() });
+        r.apply(&SessionChange::LogLevel {
+            level: "debug".into(),
+        });
+        r.apply(&SessionChange::Ready);
+        assert_eq!(r.subscriptions, vec!["b".to_owned()]);
+        assert_eq!(r.log_level.as_deref(), Some("debug"));
+        assert!(r.initialized);
+        let m = BusMessage::SessionChanged {
+            origin: "x".into(),
+            session: "s".into(),
+            change: SessionChange::Subscribe { uri: "u".into() },
+        };
+        let text = serde_json::to_string(&m).unwrap();
+        assert_eq!(serde_json::from_str::<BusMessage>(&text).unwrap(), m);
+    }
+}

@@ -1,0 +1,743 @@
+//! Shared state on a Redis server (the `redis` cargo feature), for replicas on several
+//! machines.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let cluster = mcp::cluster::redis::connect("redis://127.0.0.1:6379", "mcp").await?;
+//! let server = mcp::Server::builder("files", "1.0.0")
+//!     .state_key(std::fs::read("/run/secrets/mcp-state-key")?)
+//!     .cluster(cluster)
+//!     .build()?;
+//! # let _ = server; Ok(()) }
+//! ```
+//!
+//! # Keys
+//!
+//! Every key starts with the prefix (default `mcp`), so several deployments can share one
+//! Redis. `<s>` is a session id.
+//!
+//! | Key | Type | What |
+//! |---|---|---|
+//! | `<p>:s:<s>` | hash | the session's record: `conn`, `owner`, `version`, `caps`, `info`, `level`, `init`, and `streams` (the last stream number) |
+//! | `<p>:s:<s>:subs` | set | its resource subscriptions |
+//! | `<p>:s:<s>:asks` | hash | its parked questions: request id → `{replica, stream, approval}` |
+//! | `<p>:s:<s>:run` | hash | its running POST streams: stream number → `{replica, calls}` |
+//! | `<p>:s:<s>:ev` | stream | its SSE events (`s` stream number, `f` frame; `end` marks a stream's end), `XADD MAXLEN ~` bounded |
+//! | `<p>:nonce:<n>` | string | a used `requestState` nonce, until the state expires (`SET NX PX`) |
+//! | `<p>:alive:<r>` | string | replica `r`'s heartbeat (`PX` 3 s, renewed every second) |
+//!
+//! Every session key expires with the session (`PEXPIRE` on each use; a write to a
+//! session that is gone does nothing). Replicas talk on the channels `<p>:bus` (everyone)
+//! and `<p>:to:<r>` (replica `r`). Redis holds session ids, which are bearer secrets:
+//! keep it private to the replicas.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt as _;
+use futures::StreamExt as _;
+use futures::future::BoxFuture;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    Bus, BusMessage, Cluster, Deliver, EventStore, NonceStore, Owner, ParkedAsk, Replay,
+    SessionChange, SessionRecord, SessionStore, StoreError, StoreResult, StoredEvent, StreamInfo,
+    valid_pos,
+};
+
+/// How long one Redis command may take before the request that needed it fails.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Connects to Redis at `url` (`redis://[:password@]host:port[/db]`) and returns this
+/// replica's [`Cluster`] over it, with keys under `prefix`.
+pub async fn connect(url: &str, prefix: &str) -> StoreResult<Cluster> {
+    Ok(RedisBackend::connect(url, prefix).await?.replica())
+}
+
+/// The stores and the bus on one Redis server.
+#[derive(Clone)]
+pub struct RedisBackend {
+    client: redis::Client,
+    conn: ConnectionManager,
+    prefix: Arc<str>,
+}
+
+fn err(e: redis::RedisError) -> StoreError {
+    StoreError(format!("redis: {e}"))
+}
+
+fn ms(d: Duration) -> u64 {
+    (d.as_millis() as u64).max(1)
+}
+
+/// Runs a write on a session's key only while the session exists, then gives the written
+/// key the session's remaining life. KEYS: the session hash, the written key. ARGV[1]: the
+/// command, the rest its arguments after the key.
+const WRITE_IF_LIVE: &str = r#"
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local args = {}
+for i = 2, #ARGV do args[#args + 1] = ARGV[i] end
+local r = redis.call(ARGV[1], KEYS[2], unpack(args))
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 and KEYS[2] ~= KEYS[1] then redis.call('PEXPIRE', KEYS[2], ttl) end
+return r
+"#;
+
+/// Takes a hash field: returns its value and deletes it, atomically. KEYS: the hash.
+/// ARGV[1]: the field.
+const TAKE_FIELD: &str = r#"
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if v then redis.call('HDEL', KEYS[1], ARGV[1]) end
+return v
+"#;
+
+impl RedisBackend {
+    /// Connects (commands reconnect on their own after a failure).
+    pub async fn connect(url: &str, prefix: &str) -> StoreResult<RedisBackend> {
+        let client = redis::Client::open(url).map_err(err)?;
+        let config = ConnectionManagerConfig::new()
+            .set_response_timeout(Some(RESPONSE_TIMEOUT))
+            .set_connection_timeout(Some(RESPONSE_TIMEOUT))
+            .set_number_of_retries(3);
+        let conn = client
+            .get_connection_manager_with_config(config)
+            .await
+            .map_err(err)?;
+        let backend = RedisBackend {
+            client,
+            conn,
+            prefix: Arc::from(prefix),
+        };
+        let mut c = backend.conn.clone();
+        let _: String = redis::cmd("PING").query_async(&mut c).await.map_err(err)?;
+        Ok(backend)
+    }
+
+    /// A new replica on this connection.
+    pub fn replica(&self) -> Cluster {
+        let this = Arc::new(self.clone());
+        Cluster::new(
+            Arc::clone(&this) as Arc<dyn SessionStore>,
+            Arc::clone(&this) as Arc<dyn EventStore>,
+            Arc::clone(&this) as Arc<dyn NonceStore>,
+            this as Arc<dyn Bus>,
+        )
+    }
+
+    fn key(&self, id: &str) -> String {
+        format!("{}:s:{id}", self.prefix)
+    }
+
+    fn sub_key(&self, id: &str, part: &str) -> String {
+        format!("{}:s:{id}:{part}", self.prefix)
+    }
+
+    fn all_keys(&self, id: &str) -> [String; 5] {
+        [
+            self.key(id),
+            self.sub_key(id, "subs"),
+            self.sub_key(id, "asks"),
+            self.sub_key(id, "run"),
+            self.sub_key(id, "ev"),
+        ]
+    }
+
+    fn bus_channel(&self) -> String {
+        format!("{}:bus", self.prefix)
+    }
+
+    fn replica_channel(&self, replica: &str) -> String {
+        format!("{}:to:{replica}", self.prefix)
+    }
+
+    fn alive_key(&self, replica: &str) -> String {
+        format!("{}:alive:{replica}", self.prefix)
+    }
+
+    async fn write_if_live(
+        &self,
+        id: &str,
+        target: &str,
+        command: &str,
+        args: &[&str],
+    ) -> StoreResult<redis::Value> {
+        let mut c = self.conn.clone();
+        redis::cmd("EVAL")
+            .arg(WRITE_IF_LIVE)
+            .arg(2)
+            .arg(self.key(id))
+            .arg(target)
+            .arg(command)
+            .arg(args)
+            .query_async(&mut c)
+            .await
+            .map_err(err)
+    }
+
+    async fn take_field(&self, key: &str, field: &str) -> StoreResult<Option<String>> {
+        let mut c = self.conn.clone();
+        redis::cmd("EVAL")
+            .arg(TAKE_FIELD)
+            .arg(1)
+            .arg(key)
+            .arg(field)
+            .query_async(&mut c)
+            .await
+            .map_err(err)
+    }
+}
+
+fn json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> StoreResult<T> {
+    serde_json::from_str(text).map_err(|e| StoreError(format!("malformed {what} in redis: {e}")))
+}
+
+fn record_from(mut hash: HashMap<String, String>, subs: Vec<String>) -> StoreResult<SessionRecord> {
+    let owner: Option<Owner> = match hash.remove("owner") {
+        Some(o) if !o.is_empty() => Some(parse_json(&o, "session owner")?),
+        _ => None,
+    };
+    let value =
+        |h: &mut HashMap<String, String>, k: &str| -> StoreResult<Option<serde_json::Value>> {
+            match h.remove(k) {
+                Some(v) => Ok(Some(parse_json(&v, k)?)),
+                None => Ok(None),
+            }
+        };
+    Ok(SessionRecord {
+        conn_id: hash.remove("conn").unwrap_or_default(),
+        owner,
+        capabilities: value(&mut hash, "caps")?,
+        client_info: value(&mut hash, "info")?,
+        version: hash.remove("version"),
+        log_level: hash.remove("level"),
+        initialized: hash.get("init").is_some_and(|v| v == "1"),
+        subscriptions: subs,
+    })
+}
+
+impl SessionStore for RedisBackend {
+    fn create<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a SessionRecord,
+        ttl: Duration,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        async move {
+            let key = self.key(id);
+            let mut fields: Vec<(&str, String)> = vec![
+                ("conn", record.conn_id.clone()),
+                ("streams", "0".to_owned()),
+                (
+                    "init",
+                    if record.initialized { "1" } else { "0" }.to_owned(),
+                ),
+            ];
+            if let Some(o) = &record.owner {
+                fields.push(("owner", json(o)));
+            }
+            if let Some(v) = &record.version {
+                fields.push(("version", v.clone()));
+            }
+            if let Some(c) = &record.capabilities {
+                fields.push(("caps", json(c)));
+            }
+            if let Some(i) = &record.client_info {
+                fields.push(("info", json(i)));
+            }
+            if let Some(l) = &record.log_level {
+                fields.push(("level", l.clone()));
+            }
+            let mut pipe = redis::pipe();
+            pipe.atomic()
+                .cmd("HSET")
+                .arg(&key)
+                .arg(&fields)
+                .ignore()
+                .cmd("PEXPIRE")
+                .arg(&key)
+                .arg(ms(ttl))
+                .ignore();
+            if !record.subscriptions.is_empty() {
+                let subs = self.sub_key(id, "subs");
+                pipe.cmd("SADD")
+                    .arg(&subs)
+                    .arg(&record.subscriptions)
+                    .ignore()
+                    .cmd("PEXPIRE")
+                    .arg(&subs)
+                    .arg(ms(ttl))
+                    .ignore();
+            }
+            let mut c = self.conn.clone();
+            pipe.query_async::<()>(&mut c).await.map_err(err)
+        }
+        .boxed()
+    }
+
+    fn load<'a>(
+        &'a self,
+        id: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, StoreResult<Option<SessionRecord>>> {
+        async move {
+            let mut pipe = redis::pipe();
+            pipe.cmd("HGETALL")
+                .arg(self.key(id))
+                .cmd("SMEMBERS")
+                .arg(self.sub_key(id, "subs"));
+            for key in self.all_keys(id) {
+                pipe.cmd("PEXPIRE").arg(key).arg(ms(ttl)).ignore();
+            }
+            let mut c = self.conn.clone();
+            let (hash, subs): (HashMap<String, String>, Vec<String>) =
+                pipe.query_async(&mut c).await.map_err(err)?;
+            if hash.is_empty() {
+                return Ok(None);
+            }
+            record_from(hash, subs).map(Some)
+        }
+        .boxed()
+    }
+
+    fn touch<'a>(&'a self, id: &'a str, ttl: Duration) -> BoxFuture<'a, StoreResult<bool>> {
+        async move {
+            let mut pipe = redis::pipe();
+            for key in self.all_keys(id) {
+                pipe.cmd("PEXPIRE").arg(key).arg(ms(ttl));
+            }
+            let mut c = self.conn.clone();
+            let set: Vec<bool> = pipe.query_async(&mut c).await.map_err(err)?;
+            Ok(set.first().copied().unwrap_or(false))
+        }
+        .boxed()
+    }
+
+    fn update<'a>(
+        &'a self,
+        id: &'a str,
+        change: &'a SessionChange,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        async move {
+            let key = self.key(id);
+            match change {
+                SessionChange::Initialized {
+                    version,
+                    capabilities,
+                    client_info,
+                } => {
+                    let caps = json(capabilities);
+                    let mut args = vec!["version", version.as_str(), "caps", caps.as_str()];
+                    let info = client_info.as_ref().map(json);
+                    if let Some(i) = &info {
+                        args.extend(["info", i.as_str()]);
+                    }
+                    self.write_if_live(id, &key, "HSET", &args).await?;
+                }
+                SessionChange::Ready => {
+                    self.write_if_live(id, &key, "HSET", &["init", "1"]).await?;
+                }
+                SessionChange::LogLevel { level } => {
+                    self.write_if_live(id, &key, "HSET", &["level", level])
+                        .await?;
+                }
+                SessionChange::Subscribe { uri } => {
+                    self.write_if_live(id, &self.sub_key(id, "subs"), "SADD", &[uri])
+                        .await?;
+                }
+                SessionChange::Unsubscribe { uri } => {
+                    self.write_if_live(id, &self.sub_key(id, "subs"), "SREM", &[uri])
+                        .await?;
+                }
+            }
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        async move {
+            let mut c = self.conn.clone();
+            let removed: i64 = redis::cmd("DEL")
+                .arg(&self.all_keys(id))
+                .query_async(&mut c)
+                .await
+                .map_err(err)?;
+            Ok(removed > 0)
+        }
+        .boxed()
+    }
+
+    fn next_stream<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<u64>> {
+        async move {
+            let key = self.key(id);
+            let n = self
+                .write_if_live(id, &key, "HINCRBY", &["streams", "1"])
+                .await?;
+            Ok(match n {
+                redis::Value::Int(n) if n > 0 => n as u64,
+                // A session gone mid-request: any number will do, nothing resumes it.
+                _ => u64::MAX,
+            })
+        }
+        .boxed()
+    }
+
+    fn open_stream<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+        info: &'a StreamInfo,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        async move {
+            let field = stream.to_string();
+            self.write_if_live(id, &self.sub_key(id, "run"), "HSET", &[&field, &json(info)])
+                .await
+                .map(|_| ())
+        }
+        .boxed()
+    }
+
+    fn claim_stream<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+    ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>> {
+        async move {
+            match self
+                .take_field(&self.sub_key(id, "run"), &stream.to_string())
+                .await?
+            {
+                Some(v) => parse_json(&v, "stream record").map(Some),
+                None => Ok(None),
+            }
+        }
+        .boxed()
+    }
+
+    fn stream_info<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+    ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>> {
+        async move {
+            let mut c = self.conn.clone();
+            let v: Option<String> = redis::cmd("HGET")
+                .arg(self.sub_key(id, "run"))
+                .arg(stream)
+                .query_async(&mut c)
+                .await
+                .map_err(err)?;
+            match v {
+                Some(v) => parse_json(&v, "stream record").map(Some),
+                None => Ok(None),
+            }
+        }
+        .boxed()
+    }
+
+    fn park<'a>(
+        &'a self,
+        id: &'a str,
+        request: &'a str,
+        ask: &'a ParkedAsk,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        async move {
+            self.write_if_live(
+                id,
+                &self.sub_key(id, "asks"),
+                "HSET",
+                &[request, &json(ask)],
+            )
+            .await
+            .map(|_| ())
+        }
+        .boxed()
+    }
+
+    fn unpark<'a>(
+        &'a self,
+        id: &'a str,
+        request: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<ParkedAsk>>> {
+        async move {
+            match self.take_field(&self.sub_key(id, "asks"), request).await? {
+                Some(v) => parse_json(&v, "parked question").map(Some),
+                None => Ok(None),
+            }
+        }
+        .boxed()
+    }
+
+    fn parked_on<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+    ) -> BoxFuture<'a, StoreResult<Vec<(String, ParkedAsk)>>> {
+        async move {
+            let mut c = self.conn.clone();
+            let all: HashMap<String, String> = redis::cmd("HGETALL")
+                .arg(self.sub_key(id, "asks"))
+                .query_async(&mut c)
+                .await
+                .map_err(err)?;
+            let mut out = Vec::new();
+            for (request, v) in all {
+                let ask: ParkedAsk = parse_json(&v, "parked question")?;
+                if ask.stream == stream {
+                    out.push((request, ask));
+                }
+            }
+            Ok(out)
+        }
+        .boxed()
+    }
+}
+
+impl EventStore for RedisBackend {
+    fn append<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+        frame: &'a str,
+        max: usize,
+    ) -> BoxFuture<'a, StoreResult<String>> {
+        async move {
+            let (max, stream) = (max.max(1).to_string(), stream.to_string());
+            let pos = self
+                .write_if_live(
+                    id,
+                    &self.sub_key(id, "ev"),
+                    "XADD",
+                    &["MAXLEN", "~", &max, "*", "s", &stream, "f", frame],
+                )
+                .await?;
+            Ok(match pos {
+                redis::Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+                redis::Value::SimpleString(s) => s,
+                // The session is gone: nothing will resume this stream.
+                _ => "0-0".to_owned(),
+            })
+        }
+        .boxed()
+    }
+
+    fn finish<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+        max: usize,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        async move {
+            let (max, stream) = (max.max(1).to_string(), stream.to_string());
+            self.write_if_live(
+                id,
+                &self.sub_key(id, "ev"),
+                "XADD",
+                &["MAXLEN", "~", &max, "*", "s", &stream, "end", "1"],
+            )
+            .await
+            .map(|_| ())
+        }
+        .boxed()
+    }
+
+    fn tail<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<String>> {
+        async move {
+            let mut c = self.conn.clone();
+            let last: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
+                .arg(self.sub_key(id, "ev"))
+                .arg("+")
+                .arg("-")
+                .arg("COUNT")
+                .arg(1)
+                .query_async(&mut c)
+                .await
+                .map_err(err)?;
+            Ok(last
+                .into_iter()
+                .next()
+                .map_or_else(|| "0-0".to_owned(), |(pos, _)| pos))
+        }
+        .boxed()
+    }
+
+    fn replay<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+        after: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Replay>> {
+        async move {
+            let start = if valid_pos(after) && after != "0-0" {
+                format!("({after}")
+            } else {
+                "-".to_owned()
+            };
+            let mut c = self.conn.clone();
+            let entries: Vec<(String, HashMap<String, String>)> = redis::cmd("XRANGE")
+                .arg(self.sub_key(id, "ev"))
+                .arg(&start)
+                .arg("+")
+                .query_async(&mut c)
+                .await
+                .map_err(err)?;
+            let wanted = stream.to_string();
+            let mut replay = Replay::default();
+            for (pos, mut fields) in entries {
+                if fields.get("s") != Some(&wanted) {
+                    continue;
+                }
+                if fields.contains_key("end") {
+                    replay.finished = true;
+                } else if let Some(frame) = fields.remove("f") {
+                    replay.events.push(StoredEvent { pos, frame });
+                }
+            }
+            if !replay.finished && start != "-" {
+                // The end may have been stored before the cursor (a resumption after the
+                // last event of a finished stream).
+                let ends: Vec<(String, HashMap<String, String>)> = redis::cmd("XRANGE")
+                    .arg(self.sub_key(id, "ev"))
+                    .arg("-")
+                    .arg(after)
+                    .query_async(&mut c)
+                    .await
+                    .map_err(err)?;
+                replay.finished = ends
+                    .iter()
+                    .any(|(_, f)| f.get("s") == Some(&wanted) && f.contains_key("end"));
+            }
+            Ok(replay)
+        }
+        .boxed()
+    }
+}
+
+impl NonceStore for RedisBackend {
+    fn consume<'a>(
+        &'a self,
+        nonce: &'a str,
+        expires_at_ms: u64,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        async move {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0);
+            let px = expires_at_ms.saturating_sub(now).max(1);
+            let mut c = self.conn.clone();
+            let set: Option<String> = redis::cmd("SET")
+                .arg(format!("{}:nonce:{nonce}", self.prefix))
+                .arg(1)
+                .arg("NX")
+                .arg("PX")
+                .arg(px)
+                .query_async(&mut c)
+                .await
+                .map_err(err)?;
+            Ok(set.is_some())
+        }
+        .boxed()
+    }
+}
+
+impl Bus for RedisBackend {
+    fn publish<'a>(&'a self, message: &'a BusMessage) -> BoxFuture<'a, StoreResult<usize>> {
+        async move {
+            let channel = match message.recipient() {
+                Some(to) => self.replica_channel(to),
+                None => self.bus_channel(),
+            };
+            let mut c = self.conn.clone();
+            redis::cmd("PUBLISH")
+                .arg(channel)
+                .arg(json(message))
+                .query_async(&mut c)
+                .await
+                .map_err(err)
+        }
+        .boxed()
+    }
+
+    fn listen(&self, replica: &str, deliver: Deliver, stop: CancellationToken) -> StoreResult<()> {
+        let client = self.client.clone();
+        let channels = [self.bus_channel(), self.replica_channel(replica)];
+        tokio::spawn(async move {
+            loop {
+                let session = async {
+                    let mut pubsub = client.get_async_pubsub().await?;
+                    for channel in &channels {
+                        pubsub.subscribe(channel).await?;
+                    }
+                    let mut messages = pubsub.on_message();
+                    while let Some(msg) = messages.next().await {
+                        match serde_json::from_slice::<BusMessage>(msg.get_payload_bytes()) {
+                            Ok(m) => deliver(m),
+                            Err(e) => {
+                                tracing::warn!(target: "mcp::cluster", error = %e, "ignoring a malformed bus message");
+                            }
+                        }
+                    }
+                    Ok::<(), redis::RedisError>(())
+                };
+                tokio::select! {
+                    result = session => match result {
+                        Ok(()) => tracing::warn!(target: "mcp::cluster", "redis pub/sub connection closed; reconnecting"),
+                        Err(e) => tracing::warn!(target: "mcp::cluster", error = %e, "redis pub/sub failed; reconnecting"),
+                    },
+                    _ = stop.cancelled() => break,
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                    _ = stop.cancelled() => break,
+                }
+            }
+        });
+        Ok(())
+    }
+
+    fn heartbeat<'a>(&'a self, replica: &'a str, ttl: Duration) -> BoxFuture<'a, StoreResult<()>> {
+        async move {
+            let mut c = self.conn.clone();
+            redis::cmd("SET")
+                .arg(self.alive_key(replica))
+                .arg(1)
+                .arg("PX")
+                .arg(ms(ttl))
+                .query_async::<()>(&mut c)
+                .await
+                .map_err(err)
+        }
+        .boxed()
+    }
+
+    fn is_alive<'a>(&'a self, replica: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        async move {
+            let mut c = self.conn.clone();
+            redis::cmd("EXISTS")
+                .arg(self.alive_key(replica))
+                .query_async(&mut c)
+                .await
+                .map_err(err)
+        }
+        .boxed()
+    }
+
+    fn leave<'a>(&'a self, replica: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        async move {
+            let mut c = self.conn.clone();
+            redis::cmd("DEL")
+                .arg(self.alive_key(replica))
+                .query_async::<()>(&mut c)
+                .await
+                .map_err(err)
+        }
+        .boxed()
+    }
+}

@@ -1,0 +1,860 @@
+//! Handshake-era sessions shared by the replicas of a [`Cluster`]: what a replica does
+//! beyond the local session table when the server was built with one.
+//!
+//! - Every request reads the session's record from the [`SessionStore`] (one round trip,
+//!   which also extends its life) and brings the local copy up to date, creating it
+//!   (rehydrating) when this replica has none. Changes a request makes (log level,
+//!   subscriptions, `initialized`) are written back before its response is sent, and the
+//!   ones that matter to a GET stream are told to the other replicas.
+//! - Every event of a POST stream and of the GET stream is appended to the
+//!   [`EventStore`]; its SSE id is `<stream>-<position>`, so `Last-Event-ID` can be resumed
+//!   on any replica, which replays from the store and follows the stream until it ends.
+//! - A question the server asks (elicitation, sampling, roots) is recorded as parked on
+//!   this replica before it is sent. The client's answer is taken from the store once
+//!   (whoever takes it routes it) and delivered here, or published to the replica holding
+//!   it. If that replica is dead, the call it was serving is closed on its stream: an
+//!   approval question with the deny, anything else with an error, so nothing hangs.
+//!
+//! [`SessionStore`]: crate::cluster::SessionStore
+//! [`EventStore`]: crate::cluster::EventStore
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::Response;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::session::{LIVE_CAPACITY, STANDALONE, Session};
+use super::{Answer, session_not_found};
+use crate::auth::Principal;
+use crate::cluster::{
+    BusMessage, Cluster, ParkedAsk, SessionChange, SessionRecord, StoreError, StreamCall,
+    StreamInfo, valid_pos,
+};
+use crate::protocol::jsonrpc::{Incoming, decode, encode_error, encode_result};
+use crate::protocol::{
+    CallToolResult, ClientCapabilities, Era, ErrorObject, Implementation, LoggingLevel, Message,
+    ProtocolVersion, RequestId, methods,
+};
+use crate::server::{Connection, Outbound, Reply, RequestExtras};
+use crate::transport::http::sse_body::message_event;
+use crate::transport::http::{App, rpc_error};
+
+/// What a replica's session table shares, and how.
+pub(crate) struct Shared {
+    /// The other replicas and the stores.
+    pub(crate) cluster: Cluster,
+    /// How long a session lives unused (the transport's `session_idle_timeout`).
+    pub(crate) ttl: Duration,
+    /// Events kept per session (the transport's `event_store_size`).
+    pub(crate) max_events: usize,
+}
+
+/// How often a resumed stream that runs elsewhere is checked for new events.
+const FOLLOW_EVERY: Duration = Duration::from_millis(100);
+/// How often a followed stream's replica is checked for life.
+const LIVENESS_EVERY: u32 = 10;
+
+/// 503 when the shared store cannot be reached: the request is not served blind.
+pub(crate) fn unavailable(e: &StoreError) -> Response {
+    tracing::error!(target: "mcp::cluster", error = %e, "session store unavailable");
+    let mut r = rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        crate::protocol::codes::INTERNAL_ERROR,
+        "Service Unavailable: the shared session store cannot be reached; try again shortly",
+    );
+    r.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        HeaderValue::from_static("1"),
+    );
+    r
+}
+
+/// The session named by the request, from the shared store, owned by its principal; 404
+/// when it is gone everywhere.
+#[allow(clippy::result_large_err)]
+pub(crate) async fn lookup(
+    app: &App,
+    shared: &Shared,
+    id: &str,
+    principal: Option<&Principal>,
+) -> Result<Arc<Session>, Response> {
+    let record = shared
+        .cluster
+        .sessions()
+        .load(id, shared.ttl)
+        .await
+        .map_err(|e| unavailable(&e))?;
+    let Some(record) = record else {
+        // Deleted or expired elsewhere: this replica's copy goes too.
+        app.sessions.remove(id);
+        return Err(session_not_found());
+    };
+    let owned = match (&record.owner, principal) {
+        (None, None) => true,
+        (Some(o), Some(p)) => o.subject == p.subject && o.issuer == p.issuer,
+        _ => false,
+    };
+    if !owned {
+        return Err(session_not_found());
+    }
+    let session = match app.sessions.get(id) {
+        Some(s) => {
+            s.apply_record(&record);
+            s
+        }
+        None => match app.sessions.rehydrate(&app.server, id, &record) {
+            Ok(s) => s,
+            Err(super::session::Full(max)) => {
+                return Err(super::sessions_full(max));
+            }
+        },
+    };
+    session.touch();
+    Ok(session)
+}
+
+/// Records a session whose `initialize` just succeeded on this replica.
+pub(crate) async fn save_new(shared: &Shared, session: &Session) -> Result<(), StoreError> {
+    let state = session.conn.state();
+    let mut record = SessionRecord {
+        conn_id: session.conn.id().as_str().to_owned(),
+        owner: session.owner(),
+        ..SessionRecord::default()
+    };
+    {
+        let s = state.session.read();
+        record.version = s.version.map(|v| v.as_str().to_owned());
+        record.capabilities = s
+            .capabilities
+            .as_ref()
+            .and_then(|c| serde_json::to_value(&**c).ok());
+        record.client_info = s
+            .client_info
+            .as_ref()
+            .and_then(|i| serde_json::to_value(i).ok());
+        record.initialized = s.initialized;
+    }
+    shared
+        .cluster
+        .sessions()
+        .create(&session.id, &record, shared.ttl)
+        .await
+}
+
+/// Brings a connection's state up to date with a shared record.
+pub(crate) fn apply_to_conn(
+    conn: &Connection,
+    record: &SessionRecord,
+    version: Option<ProtocolVersion>,
+) {
+    let state = conn.state();
+    {
+        let mut s = state.session.write();
+        if version.is_some() {
+            s.version = version;
+        }
+        // Capabilities and client info never change after initialize.
+        if s.capabilities.is_none()
+            && let Some(c) = &record.capabilities
+        {
+            s.capabilities = serde_json::from_value::<ClientCapabilities>(c.clone())
+                .ok()
+                .map(Arc::new);
+        }
+        if s.client_info.is_none()
+            && let Some(i) = &record.client_info
+        {
+            s.client_info = serde_json::from_value::<Implementation>(i.clone()).ok();
+        }
+        if let Some(level) = record.log_level.as_deref().and_then(|l| l.parse().ok()) {
+            s.log_level = level;
+        }
+        s.initialized |= record.initialized;
+    }
+    *state.subscriptions.lock() = record.subscriptions.iter().cloned().collect();
+}
+
+/// Applies a change another replica made to a session this one holds a copy of.
+pub(crate) fn apply_change(conn: &Connection, change: &SessionChange) {
+    let state = conn.state();
+    match change {
+        SessionChange::LogLevel { level } => {
+            if let Ok(level) = level.parse::<LoggingLevel>() {
+                state.session.write().log_level = level;
+            }
+        }
+        SessionChange::Subscribe { uri } => {
+            state.subscriptions.lock().insert(uri.clone());
+        }
+        SessionChange::Unsubscribe { uri } => {
+            state.subscriptions.lock().remove(uri);
+        }
+        SessionChange::Ready => state.session.write().initialized = true,
+        // The record is read again by the next request anyway.
+        SessionChange::Initialized { .. } => {}
+    }
+}
+
+/// What a request may change in a session's record.
+pub(crate) struct Snapshot {
+    level: LoggingLevel,
+    subscriptions: HashSet<String>,
+    initialized: bool,
+}
+
+pub(crate) fn snapshot(conn: &Connection) -> Snapshot {
+    let state = conn.state();
+    let (level, initialized) = {
+        let s = state.session.read();
+        (s.log_level, s.initialized)
+    };
+    Snapshot {
+        level,
+        subscriptions: state.subscriptions.lock().clone(),
+        initialized,
+    }
+}
+
+/// Writes what changed since `before` to the store, and tells the other replicas the
+/// changes a GET stream depends on. Called before the response is sent, so the client's
+/// next request, wherever it lands, sees them.
+pub(crate) async fn save_changes(session: &Session, shared: &Shared, before: Snapshot) {
+    let after = snapshot(&session.conn);
+    let mut changes = Vec::new();
+    if after.level != before.level {
+        changes.push(SessionChange::LogLevel {
+            level: after.level.to_string(),
+        });
+    }
+    for uri in after.subscriptions.difference(&before.subscriptions) {
+        changes.push(SessionChange::Subscribe { uri: uri.clone() });
+    }
+    for uri in before.subscriptions.difference(&after.subscriptions) {
+        changes.push(SessionChange::Unsubscribe { uri: uri.clone() });
+    }
+    if after.initialized && !before.initialized {
+        changes.push(SessionChange::Ready);
+    }
+    for change in changes {
+        if let Err(e) = shared.cluster.sessions().update(&session.id, &change).await {
+            tracing::error!(target: "mcp::cluster", error = %e, "could not save a session change");
+            continue;
+        }
+        if !matches!(change, SessionChange::Ready) {
+            let message = BusMessage::SessionChanged {
+                origin: shared.cluster.replica_id().to_owned(),
+                session: session.id.to_string(),
+                change,
+            };
+            if let Err(e) = shared.cluster.bus().publish(&message).await {
+                tracing::warn!(target: "mcp::cluster", error = %e, "could not tell the other replicas about a session change");
+            }
+        }
+    }
+}
+
+/// The id of a request the server is sending the client (`{"id":"mcp-...","method":...}`).
+fn outgoing_request_id(frame: &str) -> Option<String> {
+    if !(frame.contains("\"method\"") && frame.contains("\"id\"")) {
+        return None;
+    }
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        id: Option<Value>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    let probe: Probe = serde_json::from_str(frame).ok()?;
+    probe.method?;
+    match probe.id? {
+        Value::String(id) => Some(id),
+        _ => None,
+    }
+}
+
+/// Stores a frame of `stream` and sends it on its live response here, if there is one. A
+/// request to the client is first recorded as parked on this replica (into `parked`), so
+/// that its answer can be routed here from any replica.
+pub(crate) async fn publish(
+    session: &Session,
+    shared: &Shared,
+    stream: u64,
+    frame: &str,
+    parked: Option<&mut Vec<String>>,
+) {
+    if let Some(parked) = parked
+        && let Some(id) = outgoing_request_id(frame)
+    {
+        let ask = ParkedAsk {
+            replica: shared.cluster.replica_id().to_owned(),
+            stream,
+            approval: session.conn.state().pending.lock().is_approval(&id),
+        };
+        match shared.cluster.sessions().park(&session.id, &id, &ask).await {
+            Ok(()) => parked.push(id),
+            // Its answer will not be found: the question times out and the call is denied.
+            Err(e) => {
+                tracing::error!(target: "mcp::cluster", error = %e, "could not record a parked question");
+            }
+        }
+    }
+    let pos = match shared
+        .cluster
+        .events()
+        .append(&session.id, stream, frame, shared.max_events)
+        .await
+    {
+        Ok(pos) => Some(pos),
+        Err(e) => {
+            tracing::warn!(target: "mcp::cluster", error = %e, "could not store an event; it cannot be resumed");
+            None
+        }
+    };
+    let id = pos.map(|p| format!("{stream}-{p}"));
+    session.send_live(stream, message_event(id.as_deref(), frame));
+}
+
+/// Opens a POST stream: a number from the store, a record of who serves which calls, and
+/// the live response here.
+async fn open_stream(
+    session: &Session,
+    shared: &Shared,
+    live: &mpsc::Sender<Bytes>,
+    priming: Option<Duration>,
+    calls: &[StreamCall],
+) -> u64 {
+    let stream = match shared.cluster.sessions().next_stream(&session.id).await {
+        Ok(n) => n,
+        Err(e) => {
+            tracing::error!(target: "mcp::cluster", error = %e, "could not number a stream; it will not be resumable elsewhere");
+            // Far above any number the store hands out.
+            (1 << 62) + u64::from(rand_u32())
+        }
+    };
+    let info = StreamInfo {
+        replica: shared.cluster.replica_id().to_owned(),
+        calls: calls.to_vec(),
+    };
+    if let Err(e) = shared
+        .cluster
+        .sessions()
+        .open_stream(&session.id, stream, &info)
+        .await
+    {
+        tracing::warn!(target: "mcp::cluster", error = %e, "could not record a running stream");
+    }
+    let cursor = format!("{stream}-0-0");
+    session.attach_live(
+        stream,
+        live.clone(),
+        priming.map(|retry| (cursor.as_str(), retry)),
+    );
+    stream
+}
+
+fn rand_u32() -> u32 {
+    let mut b = [0u8; 4];
+    let _ = getrandom::fill(&mut b);
+    u32::from_le_bytes(b)
+}
+
+/// The calls a POST carries, for its stream's record.
+pub(crate) fn calls_of(requests: &[Message]) -> Vec<StreamCall> {
+    #[derive(serde::Deserialize)]
+    struct Name {
+        name: String,
+    }
+    requests
+        .iter()
+        .filter_map(|m| match m {
+            Message::Request(r) => Some(StreamCall {
+                id: serde_json::to_value(&r.id).unwrap_or(Value::Null),
+                tool: (r.method == methods::TOOLS_CALL)
+                    .then(|| {
+                        r.params
+                            .as_deref()
+                            .and_then(|p| serde_json::from_str::<Name>(p.get()).ok())
+                            .map(|n| n.name)
+                    })
+                    .flatten(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// [`super::run_exchange`] for a session shared by replicas: the same answers, with every
+/// event stored, every question recorded, and the session's changes saved before the
+/// response.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn run_exchange(
+    session: Arc<Session>,
+    shared: Arc<Shared>,
+    requests: Vec<Message>,
+    premade: Vec<Reply>,
+    batch: bool,
+    principal: Option<Arc<Principal>>,
+    capacity: usize,
+    priming: Option<Duration>,
+    live_tx: mpsc::Sender<Bytes>,
+    answer_tx: oneshot::Sender<Answer>,
+) {
+    let _busy = session.busy();
+    let before = snapshot(&session.conn);
+    let calls = calls_of(&requests);
+    let (sink, mut rx) = Outbound::channel(capacity);
+    let work = futures::future::join_all(requests.into_iter().map(|m| {
+        session.conn.handle_with(
+            m,
+            RequestExtras {
+                sink: Some(sink.clone()),
+                principal: principal.clone(),
+                era: Some(Era::Handshake),
+            },
+        )
+    }));
+    drop(sink);
+    tokio::pin!(work);
+
+    let mut answer = Some(answer_tx);
+    let mut stream: Option<u64> = None;
+    let mut parked: Vec<String> = Vec::new();
+    let mut sinks_open = true;
+    let replies = loop {
+        tokio::select! {
+            biased;
+            _ = session.closed.cancelled() => {
+                release(&session, &shared, stream, &parked).await;
+                return;
+            }
+            replies = &mut work => break replies,
+            frame = rx.recv(), if sinks_open => match frame {
+                Some(frame) => {
+                    let id = match stream {
+                        Some(id) => id,
+                        None => {
+                            let id = open_stream(&session, &shared, &live_tx, priming, &calls).await;
+                            if let Some(tx) = answer.take() {
+                                let _ = tx.send(Answer::Stream);
+                            }
+                            *stream.insert(id)
+                        }
+                    };
+                    publish(&session, &shared, id, &frame, Some(&mut parked)).await;
+                }
+                None => sinks_open = false,
+            },
+        }
+    };
+    let mut early = Vec::new();
+    while let Ok(frame) = rx.try_recv() {
+        early.push(frame);
+    }
+    save_changes(&session, &shared, before).await;
+    let replies: Vec<Reply> = premade
+        .into_iter()
+        .chain(replies.into_iter().flatten())
+        .collect();
+    if stream.is_none() && early.is_empty() {
+        let body = if replies.is_empty() {
+            None
+        } else if batch {
+            let frames: Vec<&str> = replies.iter().map(Reply::frame).collect();
+            Some(format!("[{}]", frames.join(",")))
+        } else {
+            replies.into_iter().next().map(Reply::into_frame)
+        };
+        if let Some(tx) = answer.take() {
+            let _ = tx.send(body.map_or(Answer::Nothing, Answer::Json));
+        }
+        return;
+    }
+    let id = match stream {
+        Some(id) => id,
+        None => {
+            let id = open_stream(&session, &shared, &live_tx, priming, &calls).await;
+            if let Some(tx) = answer.take() {
+                let _ = tx.send(Answer::Stream);
+            }
+            id
+        }
+    };
+    for frame in early {
+        publish(&session, &shared, id, &frame, Some(&mut parked)).await;
+    }
+    // The stream's record is taken before its responses are stored: if another replica
+    // took it (this one was thought dead), that one closed the calls and its responses
+    // are the ones on the stream.
+    match shared
+        .cluster
+        .sessions()
+        .claim_stream(&session.id, id)
+        .await
+    {
+        Ok(None) => {
+            tracing::warn!(target: "mcp::cluster", "another replica closed this stream's calls; dropping its responses");
+        }
+        claimed => {
+            if let Err(e) = claimed {
+                tracing::warn!(target: "mcp::cluster", error = %e, "could not take a stream's record");
+            }
+            for reply in replies {
+                publish(&session, &shared, id, &reply.into_frame(), None).await;
+            }
+            if let Err(e) = shared
+                .cluster
+                .events()
+                .finish(&session.id, id, shared.max_events)
+                .await
+            {
+                tracing::warn!(target: "mcp::cluster", error = %e, "could not store a stream's end");
+            }
+        }
+    }
+    unpark_all(&session, &shared, &parked).await;
+    session.finish(id);
+}
+
+/// Forgets the questions an exchange recorded: they were answered, timed out or dropped
+/// with their call.
+async fn unpark_all(session: &Session, shared: &Shared, parked: &[String]) {
+    for id in parked {
+        if let Err(e) = shared.cluster.sessions().unpark(&session.id, id).await {
+            tracing::debug!(target: "mcp::cluster", error = %e, "could not forget a parked question");
+        }
+    }
+}
+
+/// An exchange stopped because its session closed: its records go.
+async fn release(session: &Session, shared: &Shared, stream: Option<u64>, parked: &[String]) {
+    unpark_all(session, shared, parked).await;
+    if let Some(id) = stream {
+        let _ = shared
+            .cluster
+            .sessions()
+            .claim_stream(&session.id, id)
+            .await;
+    }
+}
+
+/// The client's answer to a question the server parked: taken from the store once, then
+/// delivered here or routed to the replica holding the question; if that replica is dead,
+/// the call it was serving is closed.
+pub(crate) async fn route_answer(session: &Session, shared: &Shared, message: Message) {
+    let Message::Response(response) = message else {
+        return;
+    };
+    let RequestId::String(id) = &response.id else {
+        tracing::debug!(target: "mcp::elicit", "ignoring a response to an id the server never sent");
+        return;
+    };
+    // Owner check: only this session's questions are looked up.
+    let ask = match shared.cluster.sessions().unpark(&session.id, id).await {
+        Ok(Some(ask)) => ask,
+        Ok(None) => {
+            tracing::debug!(target: "mcp::elicit", "ignoring a stray, late or repeated answer");
+            return;
+        }
+        Err(e) => {
+            tracing::error!(target: "mcp::cluster", error = %e, "cannot look up a parked question; the answer is dropped and the question will time out");
+            return;
+        }
+    };
+    if ask.replica == shared.cluster.replica_id() {
+        crate::elicit::deliver(session.conn.state(), response);
+        return;
+    }
+    let frame = match &response.outcome {
+        Ok(result) => encode_result(&response.id, result),
+        Err(error) => encode_error(Some(&response.id), error),
+    };
+    let message = BusMessage::Answer {
+        to: ask.replica.clone(),
+        session: session.id.to_string(),
+        frame,
+    };
+    let delivered = match shared.cluster.bus().publish(&message).await {
+        Ok(n) => {
+            n > 0
+                && shared
+                    .cluster
+                    .bus()
+                    .is_alive(&ask.replica)
+                    .await
+                    .unwrap_or(false)
+        }
+        Err(e) => {
+            tracing::error!(target: "mcp::cluster", error = %e, "could not route an answer");
+            false
+        }
+    };
+    if !delivered {
+        tracing::warn!(target: "mcp::cluster", replica = %ask.replica, "the replica holding the question is gone; closing its call");
+        adopt(shared, &session.id, ask.stream, vec![ask]).await;
+    }
+}
+
+/// An answer another replica routed here.
+pub(crate) fn deliver_routed(session: &Session, frame: &str) {
+    match decode(frame.as_bytes()) {
+        Incoming::Single(Ok(Message::Response(response))) => {
+            crate::elicit::deliver(session.conn.state(), response);
+        }
+        _ => {
+            tracing::warn!(target: "mcp::cluster", "ignoring a routed answer that is not a response");
+        }
+    }
+}
+
+/// Closes the calls of a stream whose replica died: an approval question's call with the
+/// deny, others with an error, each response stored on the stream, then its end. Exactly
+/// one replica does it (the one that takes the stream's record). `taken` holds questions
+/// of the stream the caller already took from the store.
+pub(crate) async fn adopt(shared: &Shared, session: &str, stream: u64, taken: Vec<ParkedAsk>) {
+    let store = shared.cluster.sessions();
+    let info = match store.claim_stream(session, stream).await {
+        Ok(Some(info)) => info,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::error!(target: "mcp::cluster", error = %e, "could not take an orphaned stream");
+            return;
+        }
+    };
+    let mut approval = taken.iter().any(|a| a.approval);
+    if let Ok(asks) = store.parked_on(session, stream).await {
+        for (request, _) in asks {
+            if let Ok(Some(ask)) = store.unpark(session, &request).await {
+                approval |= ask.approval;
+            }
+        }
+    }
+    tracing::warn!(target: "mcp::cluster", replica = %info.replica, calls = info.calls.len(), "closing the calls of a replica that stopped");
+    for call in &info.calls {
+        let Ok(id) = serde_json::from_value::<RequestId>(call.id.clone()) else {
+            continue;
+        };
+        let reply = match (&call.tool, approval) {
+            (Some(tool), true) => Reply::result(
+                &id,
+                &crate::auth::tool_denied(
+                    tool,
+                    "ask",
+                    "approval_unavailable: the server replica holding the approval question stopped before it was answered; the tool did not run",
+                ),
+            ),
+            (Some(_), false) => Reply::result(
+                &id,
+                &CallToolResult::error(
+                    "replica_stopped: the server replica running this call stopped before it finished; its outcome is unknown",
+                ),
+            ),
+            (None, _) => Reply::error(
+                Some(&id),
+                &ErrorObject::internal(
+                    "Internal error: the server replica serving this request stopped before it answered; send it again",
+                ),
+            ),
+        };
+        if let Err(e) = shared
+            .cluster
+            .events()
+            .append(session, stream, &reply.into_frame(), shared.max_events)
+            .await
+        {
+            tracing::error!(target: "mcp::cluster", error = %e, "could not store a closing response");
+        }
+    }
+    if let Err(e) = shared
+        .cluster
+        .events()
+        .finish(session, stream, shared.max_events)
+        .await
+    {
+        tracing::error!(target: "mcp::cluster", error = %e, "could not store a stream's end");
+    }
+}
+
+/// A `Last-Event-ID` of a shared session: `<stream>-<position>`.
+pub(crate) fn parse_cursor(text: &str) -> Option<(u64, String)> {
+    let (stream, pos) = text.trim().split_once('-')?;
+    let stream = stream.parse().ok()?;
+    valid_pos(pos).then(|| (stream, pos.to_owned()))
+}
+
+/// The priming cursor of a new GET stream: after the session's newest event.
+pub(crate) async fn standalone_cursor(session: &Session, shared: &Shared) -> String {
+    let pos = shared
+        .cluster
+        .events()
+        .tail(&session.id)
+        .await
+        .unwrap_or_else(|_| "0-0".to_owned());
+    format!("{STANDALONE}-{pos}")
+}
+
+/// Resumes a stream of a shared session after `after`: the GET stream becomes live here
+/// after its replay; a POST stream is replayed and followed in the store until it ends,
+/// wherever it runs (and closed here if the replica running it is dead).
+#[allow(clippy::result_large_err)]
+pub(crate) async fn resume(
+    session: &Arc<Session>,
+    shared: &Arc<Shared>,
+    stream: u64,
+    after: String,
+) -> Result<mpsc::Receiver<Bytes>, Response> {
+    let replay = shared
+        .cluster
+        .events()
+        .replay(&session.id, stream, &after)
+        .await
+        .map_err(|e| unavailable(&e))?;
+    if stream == STANDALONE {
+        let (tx, rx) = mpsc::channel(replay.events.len() + LIVE_CAPACITY);
+        for e in &replay.events {
+            let _ = tx.try_send(message_event(
+                Some(&format!("{stream}-{}", e.pos)),
+                &e.frame,
+            ));
+        }
+        session.attach_live(STANDALONE, tx, None);
+        return Ok(rx);
+    }
+    let running = shared
+        .cluster
+        .sessions()
+        .stream_info(&session.id, stream)
+        .await
+        .map_err(|e| unavailable(&e))?;
+    if replay.events.is_empty() && !replay.finished && running.is_none() && after == "0-0" {
+        return Err(super::bad_request(format!(
+            "Bad Request: Last-Event-ID names no stream of this session (stream {stream})"
+        )));
+    }
+    let (tx, rx) = mpsc::channel(LIVE_CAPACITY + replay.events.len());
+    let session = Arc::clone(session);
+    let shared = Arc::clone(shared);
+    tokio::spawn(async move {
+        follow(&session, &shared, stream, after, replay, tx).await;
+    });
+    Ok(rx)
+}
+
+/// Sends a stream's stored events as they arrive, until it ends, the client goes away or
+/// the session closes.
+async fn follow(
+    session: &Session,
+    shared: &Shared,
+    stream: u64,
+    mut after: String,
+    mut replay: crate::cluster::Replay,
+    tx: mpsc::Sender<Bytes>,
+) {
+    let mut polls: u32 = 0;
+    let mut quiet_ends = 0;
+    loop {
+        for e in replay.events.drain(..) {
+            let event = message_event(Some(&format!("{stream}-{}", e.pos)), &e.frame);
+            if tx.send(event).await.is_err() {
+                return;
+            }
+            after = e.pos;
+        }
+        if replay.finished {
+            return;
+        }
+        polls += 1;
+        if polls.is_multiple_of(LIVENESS_EVERY) {
+            match shared
+                .cluster
+                .sessions()
+                .stream_info(&session.id, stream)
+                .await
+            {
+                Ok(Some(info))
+                    if info.replica != shared.cluster.replica_id()
+                        && !shared
+                            .cluster
+                            .bus()
+                            .is_alive(&info.replica)
+                            .await
+                            .unwrap_or(true) =>
+                {
+                    adopt(shared, &session.id, stream, Vec::new()).await;
+                }
+                // Ended (its end is about to be read) or trimmed away: a few more looks.
+                Ok(None) => {
+                    quiet_ends += 1;
+                    if quiet_ends > 3 {
+                        return;
+                    }
+                }
+                _ => {}
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(FOLLOW_EVERY) => {}
+            _ = tx.closed() => return,
+            _ = session.closed.cancelled() => return,
+        }
+        replay = match shared
+            .cluster
+            .events()
+            .replay(&session.id, stream, &after)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(target: "mcp::cluster", error = %e, "could not read a followed stream");
+                crate::cluster::Replay::default()
+            }
+        };
+    }
+}
+
+/// Removes a session everywhere: the store, then every replica's copy.
+pub(crate) async fn remove(app: &App, shared: &Shared, id: &str) -> Result<(), StoreError> {
+    shared.cluster.sessions().remove(id).await?;
+    let message = BusMessage::SessionRemoved {
+        origin: shared.cluster.replica_id().to_owned(),
+        session: id.to_owned(),
+    };
+    if let Err(e) = shared.cluster.bus().publish(&message).await {
+        tracing::warn!(target: "mcp::cluster", error = %e, "could not tell the other replicas a session ended; their copies end on next use");
+    }
+    app.sessions.remove(id);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_and_outgoing_requests_are_recognised() {
+        assert_eq!(parse_cursor("3-17-0"), Some((3, "17-0".to_owned())));
+        assert_eq!(
+            parse_cursor("0-1712345678901-4"),
+            Some((0, "1712345678901-4".to_owned()))
+        );
+        for junk in ["", "3", "3-17", "a-1-1", "1--1", "1-1-1-1", "-1-1"] {
+            assert_eq!(parse_cursor(junk), None, "{junk}");
+        }
+        assert_eq!(
+            outgoing_request_id(
+                r#"{"jsonrpc":"2.0","id":"mcp-elicit-x","method":"elicitation/create","params":{}}"#
+            ),
+            Some("mcp-elicit-x".to_owned())
+        );
+        for not_a_request in [
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"method":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"x"}"#,
+        ] {
+            assert_eq!(outgoing_request_id(not_a_request), None, "{not_a_request}");
+        }
+    }
+}

@@ -1,0 +1,785 @@
+//! Several replicas of one server sharing state: three HTTP servers on their own ports,
+//! one cluster. Every scenario runs twice: over the in-memory backend (replicas in this
+//! process share memory) and over a real `redis-server` started for the test (skipped,
+//! with a line saying so, when `redis-server` is not installed, unless
+//! `MCP_REQUIRE_REDIS=1`).
+//!
+//! `live_replica_killed_mid_session` (ignored by default) drives real processes behind a
+//! load balancer; `.ci/scaleout.sh` runs it.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use mcp::cluster::Cluster;
+use mcp::cluster::memory::MemoryBackend;
+use mcp::cluster::redis::RedisBackend;
+use mcp::registry::ToolDef;
+use mcp_tests::http::{
+    Fixture, HttpTestServer, McpHttp, ModernHttp, SseEvent, SseReader, fixture_in, test_config,
+};
+use mcp_tests::redis::RedisServer;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+/// How long a scenario waits for something that must happen.
+const PATIENCE: Duration = Duration::from_secs(15);
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Memory,
+    Redis,
+}
+
+enum Backend {
+    Memory(MemoryBackend),
+    Redis {
+        backend: RedisBackend,
+        _server: RedisServer,
+    },
+}
+
+/// The key every replica seals `requestState` with.
+const SHARED_KEY: &[u8] = b"the-replicas-share-this-32+-byte-state-key";
+
+struct Replica {
+    http: HttpTestServer,
+    fixture: Fixture,
+    cluster: Cluster,
+}
+
+/// Three replicas of the HTTP fixture server sharing one backend.
+struct Replicas {
+    backend: Backend,
+    replicas: Vec<Replica>,
+}
+
+impl Replicas {
+    async fn start(kind: Kind, test: &str) -> Option<Replicas> {
+        let backend = match kind {
+            Kind::Memory => Backend::Memory(MemoryBackend::new()),
+            Kind::Redis => {
+                let server = RedisServer::start(test)?;
+                let prefix = format!("t-{test}-{}", std::process::id());
+                let redis = RedisBackend::connect(&server.url(), &prefix)
+                    .await
+                    .expect("connect to the test redis");
+                Backend::Redis {
+                    backend: redis,
+                    _server: server,
+                }
+            }
+        };
+        let mut replicas = Vec::new();
+        for _ in 0..3 {
+            let cluster = match &backend {
+                Backend::Memory(m) => m.replica(),
+                Backend::Redis { backend, .. } => backend.replica(),
+            };
+            let fixture = fixture_in(Some(cluster.clone()), Some(SHARED_KEY));
+            let http = HttpTestServer::start(fixture.server.clone(), test_config()).await;
+            replicas.push(Replica {
+                http,
+                fixture,
+                cluster,
+            });
+        }
+        Some(Replicas { backend, replicas })
+    }
+
+    fn url(&self, i: usize) -> String {
+        self.replicas[i].http.url("/mcp")
+    }
+
+    /// A client of replica `i` with no session.
+    fn client(&self, i: usize) -> McpHttp {
+        McpHttp::new(self.url(i))
+    }
+
+    /// `client`'s session, talking to replica `i`.
+    fn on(&self, client: &McpHttp, i: usize) -> McpHttp {
+        let mut c = client.clone();
+        c.url = self.url(i);
+        c
+    }
+
+    fn spent(&self) -> usize {
+        self.replicas
+            .iter()
+            .map(|r| r.fixture.spent.load(Ordering::SeqCst))
+            .sum()
+    }
+
+    /// Replica `i` dies: it stops answering HTTP and the others see it dead (its bus
+    /// listener and heartbeat stop; in memory its death is immediate, on Redis its
+    /// heartbeat lapses within seconds).
+    async fn kill(&self, i: usize) {
+        let r = &self.replicas[i];
+        r.http.stop();
+        r.cluster.stop();
+        if let Backend::Memory(m) = &self.backend {
+            m.kill(r.cluster.replica_id());
+        }
+        // Let the bus connection of the dead replica close.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// Declares a scenario for both backends.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn memory() {
+                super::$name(super::Kind::Memory).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn redis() {
+                super::$name(super::Kind::Redis).await
+            }
+        }
+    )*};
+}
+
+on_both_backends!(
+    a_session_is_served_by_every_replica,
+    an_answer_on_another_replica_reaches_the_parked_call_once,
+    subscriptions_and_list_changes_reach_the_get_stream_on_any_replica,
+    delete_ends_the_session_everywhere,
+    streams_resume_on_another_replica,
+    a_parked_approval_on_a_dead_replica_is_denied_when_answered,
+    a_dead_replicas_stream_is_closed_when_resumed,
+    request_state_opens_once_across_replicas,
+    listen_streams_hear_changes_raised_on_other_replicas,
+);
+
+fn call(name: &str, arguments: Value) -> Value {
+    json!({"name": name, "arguments": arguments})
+}
+
+fn text(response: &Value) -> &str {
+    response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text content in {response}"))
+}
+
+/// The next non-comment event within `PATIENCE`; panics if the body ends.
+async fn next_event(reader: &mut SseReader) -> SseEvent {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match reader.next_within(left).await {
+            Some(e) if e.comment || e.data.is_empty() => continue,
+            Some(e) => return e,
+            None => panic!("the stream ended early"),
+        }
+    }
+}
+
+/// Reads events until one is a message with `method`.
+async fn until_method(reader: &mut SseReader, method: &str) -> (SseEvent, Value) {
+    loop {
+        let e = next_event(reader).await;
+        let v = e.json();
+        if v["method"] == method {
+            return (e, v);
+        }
+    }
+}
+
+/// Reads events until the response to `id`.
+async fn until_response(reader: &mut SseReader, id: &Value) -> Value {
+    loop {
+        let v = next_event(reader).await.json();
+        if v.get("method").is_none() && &v["id"] == id {
+            return v;
+        }
+    }
+}
+
+/// Starts `tools/call spend` (the authorizer asks first) on `client`, and returns its
+/// stream once the approval question arrived, with the question and its event.
+async fn start_spend(client: &McpHttp, id: i64) -> (SseReader, SseEvent, Value) {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": call("spend", json!({}))});
+    let response = client.post(body.to_string()).send().await.expect("POST");
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut reader = SseReader::new(response);
+    let (event, ask) = until_method(&mut reader, "elicitation/create").await;
+    assert!(
+        ask["params"]["requestedSchema"]["properties"]["approve"].is_object(),
+        "{ask}"
+    );
+    (reader, event, ask)
+}
+
+fn approve(ask: &Value) -> String {
+    json!({"jsonrpc": "2.0", "id": ask["id"],
+        "result": {"action": "accept", "content": {"approve": true}}})
+    .to_string()
+}
+
+async fn a_session_is_served_by_every_replica(kind: Kind) {
+    let Some(r) = Replicas::start(kind, "a_session_is_served_by_every_replica").await else {
+        return;
+    };
+    let mut a = r.client(0);
+    a.initialize("2025-11-25", json!({"elicitation": {}})).await;
+    for i in [1, 2, 0] {
+        let mut c = r.on(&a, i);
+        let answer = c
+            .request(
+                10 + i as i64,
+                "tools/call",
+                call("add", json!({"a": i, "b": 40})),
+            )
+            .await;
+        assert_eq!(text(&answer), (40 + i).to_string());
+    }
+    // The log level set on one replica gates the logs of a call on another.
+    a.request(20, "logging/setLevel", json!({"level": "error"}))
+        .await;
+    let mut b = r.on(&a, 1);
+    let quiet = b
+        .exchange(json!(21), "tools/call", call("log", json!({})))
+        .await;
+    assert_eq!(text(&quiet.response), "logged");
+    assert!(
+        !quiet
+            .before
+            .iter()
+            .any(|m| m["method"] == "notifications/message"),
+        "a log below the level set on another replica was sent: {:?}",
+        quiet.before
+    );
+    r.on(&a, 2)
+        .request(22, "logging/setLevel", json!({"level": "debug"}))
+        .await;
+    let loud = b
+        .exchange(json!(23), "tools/call", call("log", json!({})))
+        .await;
+    assert!(
+        loud.before
+            .iter()
+            .any(|m| m["method"] == "notifications/message"
+                && m["params"]["data"] == "hello from the tool"),
+        "the level set on another replica was not applied: {:?}",
+        loud.before
+    );
+    // The capabilities declared at initialize on replica 0 are known on replica 2: it asks.
+    let (_reader, _event, ask) = start_spend(&r.on(&a, 2), 24).await;
+    assert_eq!(ask["method"], "elicitation/create");
+    // An id never issued is unknown on every replica.
+    let mut stranger = r.on(&a, 1);
+    stranger.session = Some("not-a-session".into());
+    let ex = stranger.exchange(json!(25), "tools/list", json!({})).await;
+    assert_eq!(ex.status, StatusCode::NOT_FOUND);
+}
+
+async fn an_answer_on_another_replica_reaches_the_parked_call_once(kind: Kind) {
+    let Some(r) = Replicas::start(
+        kind,
+        "an_answer_on_another_replica_reaches_the_parked_call_once",
+    )
+    .await
+    else {
+        return;
+    };
+    let mut a = r.client(0);
+    a.initialize("2025-11-25", json!({"elicitation": {}})).await;
+    let (mut stream, _, ask) = start_spend(&r.on(&a, 1), 30).await;
+
+    // Another session's answer with the same id, on a third replica, changes nothing.
+    let mut other = r.client(2);
+    other
+        .initialize("2025-11-25", json!({"elicitation": {}}))
+        .await;
+    let forged = other.post(approve(&ask)).send().await.unwrap();
+    assert_eq!(forged.status(), StatusCode::ACCEPTED);
+    assert!(
+        stream.quiet_for(Duration::from_millis(400)).await,
+        "another session's answer reached the call"
+    );
+    assert_eq!(r.spent(), 0);
+
+    // The owner's answer, on replica 2, reaches the call parked on replica 1.
+    let answered = r.on(&a, 2).post(approve(&ask)).send().await.unwrap();
+    assert_eq!(answered.status(), StatusCode::ACCEPTED);
+    let result = until_response(&mut stream, &json!(30)).await;
+    assert_eq!(text(&result), "spent");
+    assert_eq!(r.replicas[1].fixture.spent.load(Ordering::SeqCst), 1);
+
+    // Answering again, anywhere, runs nothing.
+    for i in [0, 1, 2] {
+        let again = r.on(&a, i).post(approve(&ask)).send().await.unwrap();
+        assert_eq!(again.status(), StatusCode::ACCEPTED);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(r.spent(), 1, "an approval counted twice");
+}
+
+async fn subscriptions_and_list_changes_reach_the_get_stream_on_any_replica(kind: Kind) {
+    let Some(r) = Replicas::start(
+        kind,
+        "subscriptions_and_list_changes_reach_the_get_stream_on_any_replica",
+    )
+    .await
+    else {
+        return;
+    };
+    let mut a = r.client(0);
+    a.initialize("2025-11-25", json!({})).await;
+    r.on(&a, 1)
+        .request(40, "resources/subscribe", json!({"uri": "test://static"}))
+        .await;
+    let get = r.on(&a, 2).get().send().await.unwrap();
+    assert_eq!(get.status(), StatusCode::OK);
+    let mut stream = SseReader::new(get);
+
+    // Raised on replica 0, delivered on replica 2's GET stream.
+    r.replicas[0]
+        .fixture
+        .server
+        .resource_updated("test://static");
+    let (_, updated) = until_method(&mut stream, "notifications/resources/updated").await;
+    assert_eq!(updated["params"]["uri"], "test://static");
+
+    // A tool registered on replica 1: the list changed.
+    r.replicas[1]
+        .fixture
+        .server
+        .registry()
+        .replace_tool(ToolDef::from_fn(
+            "late",
+            "Registered late.",
+            |_ctx, _: serde_json::Map<String, Value>| async { "late" },
+        ))
+        .unwrap();
+    until_method(&mut stream, "notifications/tools/list_changed").await;
+
+    // Unsubscribed on replica 0: an update raised on replica 1 is not sent.
+    a.request(41, "resources/unsubscribe", json!({"uri": "test://static"}))
+        .await;
+    r.replicas[1]
+        .fixture
+        .server
+        .resource_updated("test://static");
+    assert!(
+        stream.quiet_for(Duration::from_millis(500)).await,
+        "an update after unsubscribing was sent"
+    );
+}
+
+async fn delete_ends_the_session_everywhere(kind: Kind) {
+    let Some(r) = Replicas::start(kind, "delete_ends_the_session_everywhere").await else {
+        return;
+    };
+    let mut a = r.client(0);
+    a.initialize("2025-11-25", json!({})).await;
+    // Every replica holds a copy now.
+    for i in [1, 2] {
+        r.on(&a, i)
+            .request(50 + i as i64, "tools/list", json!({}))
+            .await;
+    }
+    let get = r.on(&a, 2).get().send().await.unwrap();
+    let mut stream = SseReader::new(get);
+    let deleted = r.on(&a, 1).delete().send().await.unwrap();
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    for i in [0, 1, 2] {
+        let ex = r
+            .on(&a, i)
+            .exchange(json!(60 + i), "tools/list", json!({}))
+            .await;
+        assert_eq!(ex.status, StatusCode::NOT_FOUND, "replica {i}");
+    }
+    // The GET stream on replica 2 ended with the session.
+    let ended = tokio::time::timeout(PATIENCE, stream.rest())
+        .await
+        .expect("the GET stream of a deleted session ended");
+    assert!(
+        ended.iter().all(|e| e.data.is_empty() || e.comment),
+        "{ended:?}"
+    );
+}
+
+async fn streams_resume_on_another_replica(kind: Kind) {
+    let Some(r) = Replicas::start(kind, "streams_resume_on_another_replica").await else {
+        return;
+    };
+    let mut a = r.client(0);
+    a.initialize("2025-11-25", json!({})).await;
+
+    // A finished stream, replayed elsewhere after its first progress event.
+    let ex = r
+        .on(&a, 1)
+        .exchange(
+            json!(70),
+            "tools/call",
+            json!({"name": "progress", "arguments": {}, "_meta": {"progressToken": "p"}}),
+        )
+        .await;
+    let ids: Vec<String> = ex
+        .events
+        .iter()
+        .filter(|e| !e.data.is_empty())
+        .map(|e| e.id.clone().expect("every event has an id"))
+        .collect();
+    assert_eq!(ids.len(), 4, "three progress events and the response");
+    let resumed = r
+        .on(&a, 2)
+        .get()
+        .header("last-event-id", &ids[0])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resumed.status(), StatusCode::OK);
+    let replayed: Vec<Value> = SseReader::new(resumed)
+        .rest()
+        .await
+        .iter()
+        .filter(|e| !e.data.is_empty())
+        .map(SseEvent::json)
+        .collect();
+    assert_eq!(replayed.len(), 3, "{replayed:?}");
+    assert_eq!(replayed[2]["id"], 70);
+    assert_eq!(text(&replayed[2]), "done");
+
+    // A running stream: the client goes away after the first event and resumes on another
+    // replica, which follows it to its end.
+    let body = json!({"jsonrpc": "2.0", "id": 71, "method": "tools/call",
+        "params": {"name": "wait", "arguments": {"ms": 700}, "_meta": {"progressToken": 1}}});
+    let response = r.on(&a, 1).post(body.to_string()).send().await.unwrap();
+    let mut first = SseReader::new(response);
+    let started = next_event(&mut first).await;
+    assert_eq!(started.json()["method"], "notifications/progress");
+    drop(first);
+    let resumed = r
+        .on(&a, 0)
+        .get()
+        .header("last-event-id", started.id.unwrap())
+        .send()
+        .await
+        .unwrap();
+    let mut rest = SseReader::new(resumed);
+    let done = until_response(&mut rest, &json!(71)).await;
+    assert_eq!(text(&done), "waited 700 ms");
+
+    // A cursor that names no stream is refused.
+    let junk = r
+        .on(&a, 2)
+        .get()
+        .header("last-event-id", "not-a-cursor")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(junk.status(), StatusCode::BAD_REQUEST);
+}
+
+fn assert_approval_unavailable(result: &Value) {
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    let payload: Value = serde_json::from_str(text(result)).expect("a JSON deny payload");
+    assert_eq!(payload["error"], "authorization_required", "{payload}");
+    assert_eq!(payload["tool"], "spend");
+    assert!(
+        payload["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("approval_unavailable"),
+        "{payload}"
+    );
+}
+
+async fn a_parked_approval_on_a_dead_replica_is_denied_when_answered(kind: Kind) {
+    let Some(r) = Replicas::start(
+        kind,
+        "a_parked_approval_on_a_dead_replica_is_denied_when_answered",
+    )
+    .await
+    else {
+        return;
+    };
+    let mut a = r.client(0);
+    a.initialize("2025-11-25", json!({"elicitation": {}})).await;
+    let (stream, asked, ask) = start_spend(&r.on(&a, 1), 80).await;
+    r.kill(1).await;
+    drop(stream);
+
+    // The answer lands on a live replica: the replica holding the question is dead, so
+    // the call is closed with the deny, on its stream.
+    let answered = r.on(&a, 2).post(approve(&ask)).send().await.unwrap();
+    assert_eq!(answered.status(), StatusCode::ACCEPTED);
+    let resumed = r
+        .on(&a, 0)
+        .get()
+        .header("last-event-id", asked.id.clone().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resumed.status(), StatusCode::OK);
+    let mut reader = SseReader::new(resumed);
+    let result = until_response(&mut reader, &json!(80)).await;
+    assert_approval_unavailable(&result);
+    assert!(
+        tokio::time::timeout(PATIENCE, reader.rest()).await.is_ok(),
+        "the closed stream ends"
+    );
+    // The session goes on on the others.
+    let mut c = r.on(&a, 2);
+    assert_eq!(
+        text(
+            &c.request(81, "tools/call", call("add", json!({"a": 1, "b": 1})))
+                .await
+        ),
+        "2"
+    );
+    assert_eq!(r.spent(), 0, "nothing ran");
+}
+
+async fn a_dead_replicas_stream_is_closed_when_resumed(kind: Kind) {
+    let Some(r) = Replicas::start(kind, "a_dead_replicas_stream_is_closed_when_resumed").await
+    else {
+        return;
+    };
+    let mut a = r.client(0);
+    a.initialize("2025-11-25", json!({"elicitation": {}})).await;
+    let (stream, asked, _ask) = start_spend(&r.on(&a, 2), 90).await;
+    r.kill(2).await;
+    drop(stream);
+    // Nobody answers; the client resumes the stream elsewhere and is told.
+    let resumed = r
+        .on(&a, 1)
+        .get()
+        .header("last-event-id", asked.id.unwrap())
+        .send()
+        .await
+        .unwrap();
+    let mut reader = SseReader::new(resumed);
+    let result = until_response(&mut reader, &json!(90)).await;
+    assert_approval_unavailable(&result);
+    assert_eq!(r.spent(), 0);
+}
+
+async fn request_state_opens_once_across_replicas(kind: Kind) {
+    let Some(r) = Replicas::start(kind, "request_state_opens_once_across_replicas").await else {
+        return;
+    };
+    let client = |i: usize| ModernHttp::new(r.url(i)).with_capabilities(json!({"elicitation": {}}));
+    let first = client(0)
+        .request(json!(1), "tools/call", call("spend", json!({})))
+        .await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let retry = json!({"name": "spend", "arguments": {},
+        "requestState": first["result"]["requestState"],
+        "inputResponses": {"mcp.approve": {"action": "accept", "content": {"approve": true}}}});
+    let approved = client(1)
+        .request(json!(2), "tools/call", retry.clone())
+        .await;
+    assert_eq!(text(&approved), "spent");
+    for i in [2, 0, 1] {
+        let replay = client(i)
+            .request(json!(3), "tools/call", retry.clone())
+            .await;
+        assert_eq!(replay["error"]["code"], -32602, "{replay}");
+        assert!(
+            replay["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("already used"),
+            "{replay}"
+        );
+    }
+    assert_eq!(r.spent(), 1);
+
+    // A replica sealing with a key of its own refuses the others' states: the key must
+    // be shared.
+    let lone = match &r.backend {
+        Backend::Memory(m) => m.replica(),
+        Backend::Redis { backend, .. } => backend.replica(),
+    };
+    let lone = fixture_in(Some(lone), None);
+    let lone = HttpTestServer::start(lone.server.clone(), test_config()).await;
+    let fresh = client(0)
+        .request(json!(4), "tools/call", call("spend", json!({})))
+        .await;
+    let elsewhere = ModernHttp::new(lone.url("/mcp"))
+        .with_capabilities(json!({"elicitation": {}}))
+        .request(
+            json!(5),
+            "tools/call",
+            json!({"name": "spend", "arguments": {},
+                "requestState": fresh["result"]["requestState"],
+                "inputResponses": {"mcp.approve": {"action": "accept", "content": {"approve": true}}}}),
+        )
+        .await;
+    assert_eq!(elsewhere["error"]["code"], -32602, "{elsewhere}");
+    assert!(
+        elsewhere["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("failed verification"),
+        "{elsewhere}"
+    );
+}
+
+async fn listen_streams_hear_changes_raised_on_other_replicas(kind: Kind) {
+    let Some(r) =
+        Replicas::start(kind, "listen_streams_hear_changes_raised_on_other_replicas").await
+    else {
+        return;
+    };
+    let listen = ModernHttp::new(r.url(0))
+        .post(
+            json!("listen-1"),
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true,
+                "resourceSubscriptions": ["test://static"]}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listen.status(), StatusCode::OK);
+    let mut stream = SseReader::new(listen);
+    let (_, ack) = until_method(&mut stream, "notifications/subscriptions/acknowledged").await;
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "listen-1"
+    );
+    r.replicas[1]
+        .fixture
+        .server
+        .registry()
+        .replace_tool(ToolDef::from_fn(
+            "late",
+            "Registered late.",
+            |_ctx, _: serde_json::Map<String, Value>| async { "late" },
+        ))
+        .unwrap();
+    let (_, changed) = until_method(&mut stream, "notifications/tools/list_changed").await;
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "listen-1"
+    );
+    r.replicas[2]
+        .fixture
+        .server
+        .resource_updated("test://static");
+    let (_, updated) = until_method(&mut stream, "notifications/resources/updated").await;
+    assert_eq!(updated["params"]["uri"], "test://static");
+    r.replicas[2]
+        .fixture
+        .server
+        .resource_updated("test://other");
+    assert!(
+        stream.quiet_for(Duration::from_millis(400)).await,
+        "an update the listen did not ask for was sent"
+    );
+}
+
+/// Real processes behind a load balancer: `.ci/scaleout.sh` starts three replicas of
+/// `everything` with Redis and nginx in front, and runs this with
+/// `SCALEOUT_URL=http://127.0.0.1:<nginx>/mcp` and
+/// `SCALEOUT_REPLICAS=<pid>=<url>,<pid>=<url>,...`. It opens a session through the load
+/// balancer, parks an approval question on the first replica, kills that replica
+/// (SIGKILL), answers through the load balancer, and checks that the call is closed with
+/// the deny on its stream (resumed through the load balancer) and that the session goes on
+/// on the other replicas.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs replicas and a load balancer: run by .ci/scaleout.sh"]
+async fn live_replica_killed_mid_session() {
+    let url = std::env::var("SCALEOUT_URL").expect("SCALEOUT_URL");
+    let replicas: Vec<(i32, String)> = std::env::var("SCALEOUT_REPLICAS")
+        .expect("SCALEOUT_REPLICAS")
+        .split(',')
+        .map(|r| {
+            let (pid, url) = r.split_once('=').expect("<pid>=<url>");
+            (pid.parse().expect("a pid"), url.to_owned())
+        })
+        .collect();
+    assert!(replicas.len() >= 2, "at least two replicas");
+    let mut lb = McpHttp::new(&url);
+    lb.initialize("2025-11-25", json!({"elicitation": {}}))
+        .await;
+    for i in 0..(2 * replicas.len() as i64) {
+        let answer = lb
+            .request(
+                i + 1,
+                "tools/call",
+                call("add_note", json!({"id": format!("n{i}"), "text": "x"})),
+            )
+            .await;
+        assert_eq!(answer["result"]["isError"], Value::Null, "{answer}");
+    }
+    // The approval question of a destructive tool, parked on the first replica.
+    let (victim, victim_url) = &replicas[0];
+    let mut direct = lb.clone();
+    direct.url = victim_url.clone();
+    let body = json!({"jsonrpc": "2.0", "id": 100, "method": "tools/call",
+        "params": call("delete_note", json!({"id": "welcome"}))});
+    let response = direct.post(body.to_string()).send().await.expect("POST");
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut stream = SseReader::new(response);
+    let (asked, ask) = until_method(&mut stream, "elicitation/create").await;
+    println!("approval question parked on replica pid {victim}; killing it");
+    // SAFETY: kill(2) with a pid the script gave us and a valid signal number.
+    let killed = unsafe { libc::kill(*victim, libc::SIGKILL) };
+    assert_eq!(killed, 0, "kill -9 {victim}");
+    drop(stream);
+    let started = std::time::Instant::now();
+
+    // The human approves (a moment later, as humans do); the answer lands on a live
+    // replica through the load balancer. nginx never re-sends a POST it may have
+    // delivered: one that went out on a kept-alive connection to the dead replica before
+    // nginx saw it close gets 502, and the client sends it again (an answer can be sent
+    // twice: it is taken once).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut answered = lb.post(approve(&ask)).send().await.expect("answer");
+    if answered.status() == StatusCode::BAD_GATEWAY {
+        println!("the answer met the dead replica's connection (502); sending it again");
+        answered = lb.post(approve(&ask)).send().await.expect("answer");
+    }
+    assert_eq!(answered.status(), StatusCode::ACCEPTED);
+    // The client resumes the call's stream and is told: the deny, not a hang.
+    let resumed = lb
+        .get()
+        .header("last-event-id", asked.id.clone().unwrap())
+        .send()
+        .await
+        .expect("resume");
+    assert_eq!(resumed.status(), StatusCode::OK);
+    let mut reader = SseReader::new(resumed);
+    let result = until_response(&mut reader, &json!(100)).await;
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    let payload: Value = serde_json::from_str(text(&result)).unwrap();
+    assert_eq!(payload["error"], "authorization_required", "{payload}");
+    assert_eq!(payload["tool"], "delete_note");
+    assert!(
+        payload["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("approval_unavailable"),
+        "{payload}"
+    );
+    println!(
+        "the parked call was closed with the deny {} ms after the kill",
+        started.elapsed().as_millis()
+    );
+    // The session goes on, on whichever replica the load balancer picks.
+    for i in 0..(2 * replicas.len() as i64) {
+        let answer = lb
+            .request(200 + i, "tools/call", call("test_simple_text", json!({})))
+            .await;
+        assert_eq!(text(&answer), "This is a simple text response for testing.");
+    }
+    let get = lb.get().send().await.expect("GET");
+    assert_eq!(
+        get.status(),
+        StatusCode::OK,
+        "the session's GET stream opens"
+    );
+    let deleted = lb.delete().send().await.expect("DELETE");
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    let gone = lb.exchange(json!(300), "tools/list", json!({})).await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND, "deleted everywhere");
+    println!("live_replica_killed_mid_session: the session continued on the other replicas");
+}
