@@ -650,6 +650,32 @@ async fn exchange(
     }
 }
 
+/// Runs a POST's `requests` on the session's connection, together. The messages they send
+/// before their responses (progress, logs, questions to the client) come out of the
+/// returned receiver, which closes when the last request is done.
+pub(super) fn handle_all(
+    session: &Session,
+    requests: Vec<Message>,
+    principal: Option<Arc<Principal>>,
+    capacity: usize,
+) -> (
+    impl Future<Output = Vec<Option<Reply>>> + '_,
+    crate::server::OutboundReceiver,
+) {
+    let (sink, rx) = Outbound::channel(capacity);
+    let work = futures::future::join_all(requests.into_iter().map(move |m| {
+        session.conn.handle_with(
+            m,
+            RequestExtras {
+                sink: Some(sink.clone()),
+                principal: principal.clone(),
+                era: Some(Era::Handshake),
+            },
+        )
+    }));
+    (work, rx)
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn run_exchange(
     session: Arc<Session>,
@@ -663,18 +689,7 @@ async fn run_exchange(
     answer_tx: oneshot::Sender<Answer>,
 ) {
     let _busy = session.busy();
-    let (sink, mut rx) = Outbound::channel(capacity);
-    let work = futures::future::join_all(requests.into_iter().map(|m| {
-        session.conn.handle_with(
-            m,
-            RequestExtras {
-                sink: Some(sink.clone()),
-                principal: principal.clone(),
-                era: Some(Era::Handshake),
-            },
-        )
-    }));
-    drop(sink);
+    let (work, mut rx) = handle_all(&session, requests, principal, capacity);
     tokio::pin!(work);
 
     let mut answer = Some(answer_tx);

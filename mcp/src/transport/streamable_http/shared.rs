@@ -29,7 +29,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::session::{LIVE_CAPACITY, STANDALONE, Session};
-use super::{Answer, session_not_found};
+use super::{Answer, handle_all, session_not_found};
 use crate::auth::Principal;
 use crate::cluster::{
     BusMessage, Cluster, ParkedAsk, SessionChange, SessionRecord, StoreError, StreamCall,
@@ -37,10 +37,10 @@ use crate::cluster::{
 };
 use crate::protocol::jsonrpc::{Incoming, decode, encode_error, encode_result};
 use crate::protocol::{
-    CallToolResult, ClientCapabilities, Era, ErrorObject, Implementation, LoggingLevel, Message,
+    CallToolResult, ClientCapabilities, ErrorObject, Implementation, LoggingLevel, Message,
     ProtocolVersion, RequestId, methods,
 };
-use crate::server::{Connection, Outbound, Reply, RequestExtras};
+use crate::server::{Connection, Reply};
 use crate::transport::http::sse_body::message_event;
 use crate::transport::http::{App, rpc_error};
 
@@ -406,18 +406,7 @@ pub(crate) async fn run_exchange(
     let _busy = session.busy();
     let before = snapshot(&session.conn);
     let calls = calls_of(&requests);
-    let (sink, mut rx) = Outbound::channel(capacity);
-    let work = futures::future::join_all(requests.into_iter().map(|m| {
-        session.conn.handle_with(
-            m,
-            RequestExtras {
-                sink: Some(sink.clone()),
-                principal: principal.clone(),
-                era: Some(Era::Handshake),
-            },
-        )
-    }));
-    drop(sink);
+    let (work, mut rx) = handle_all(&session, requests, principal, capacity);
     tokio::pin!(work);
 
     let mut answer = Some(answer_tx);
