@@ -518,7 +518,7 @@ impl ServerBuilder {
                 self.transport,
                 self.on_event,
             ),
-            in_flight: Arc::new(tokio::sync::Semaphore::new(self.config.max_in_flight)),
+            in_flight: super::InFlight::new(self.config.max_in_flight),
             sealer: crate::elicit::state::StateSealer::new(
                 state_key,
                 self.config.request_state_ttl,
