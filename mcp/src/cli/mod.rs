@@ -16,7 +16,7 @@
 //!       --list
 //!           Print the tools, resources, templates and prompts as JSON and exit [env: MCP_LIST=]
 //!       --log-level <FILTER>
-//!           Log filter for stderr: off, error, warn, info, debug, trace, or tracing directives [env: MCP_LOG_LEVEL=] [default: info]
+//!           Log filter for stderr: off, error, warn, info, debug, trace, or target=level directives [env: MCP_LOG_LEVEL=] [default: info]
 //!       --allowed-host <HOST>
 //!           Also accept this Host header (name or name:port), beside the loopback names [env: MCP_ALLOWED_HOSTS=]
 //!       --state-key-file <PATH>
@@ -168,7 +168,12 @@ pub struct Options {
         value_parser = clap::builder::BoolishValueParser::new()
     )]
     pub list: bool,
-    /// Log filter for stderr: off, error, warn, info, debug, trace, or tracing directives.
+    /// Log filter for stderr: off, error, warn, info, debug, trace, or target=level directives.
+    ///
+    /// The syntax is a comma-separated list; each item is a level (the default for every
+    /// target) or `target=level` (that target and the modules under it), e.g.
+    /// `warn,mcp=debug`. Levels are case-insensitive. Span and field filters
+    /// (`target[span{field}]=level`) are not supported.
     #[arg(
         long,
         env = "MCP_LOG_LEVEL",
@@ -325,19 +330,29 @@ fn multi_replica_refusal(
 
 const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
 
-/// A level, or tracing directives. A bare word that is not a level would be read by
-/// `EnvFilter` as a target name and silently log nothing, so it is refused.
+/// A level, or `target=level` directives. A bare word that is not a level would be read as
+/// a target name and silently log nothing, so it is refused.
 fn parse_filter(s: &str) -> Result<String, String> {
+    log_filter(s).map(|_| s.to_owned())
+}
+
+/// The filter `--log-level` describes: tracing-subscriber's `Targets`, which reads
+/// `level` and `target=level` items without a regex engine.
+fn log_filter(s: &str) -> Result<tracing_subscriber::filter::Targets, String> {
     let hint = "use off, error, warn, info, debug or trace, or directives such as `info,mcp=debug`";
+    let mut items = Vec::new();
     for part in s.split(',').map(str::trim) {
         if !part.contains('=') && !LEVELS.contains(&part.to_ascii_lowercase().as_str()) {
             return Err(format!("unknown log level `{part}`: {hint}"));
         }
+        if part.contains('[') || part.contains('{') {
+            return Err(format!(
+                "`{part}`: span and field filters are not supported: {hint}"
+            ));
+        }
+        items.push(part);
     }
-    tracing_subscriber::EnvFilter::builder()
-        .parse(s)
-        .map(|_| s.to_owned())
-        .map_err(|e| format!("{e}: {hint}"))
+    items.join(",").parse().map_err(|e| format!("{e}: {hint}"))
 }
 
 /// The parser `main` uses when the binary has no options of its own.
@@ -572,13 +587,19 @@ pub async fn serve(
 }
 
 fn init_logging(filter: &str) {
-    let filter = tracing_subscriber::EnvFilter::builder()
-        .parse(filter)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let filter = log_filter(filter).unwrap_or_else(|_| {
+        tracing_subscriber::filter::Targets::new()
+            .with_default(tracing_subscriber::filter::LevelFilter::INFO)
+    });
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(std::io::stderr().is_terminal()),
+        )
+        .with(filter)
         .try_init();
 }
 
@@ -617,6 +638,10 @@ mod tests {
                 "{ok}"
             );
         }
+        let e = Cli::try_parse_from(["x", "--log-level", "mcp[{conn}]=debug"]).unwrap_err();
+        assert!(e.to_string().contains("not supported"), "{e}");
+        let e = Cli::try_parse_from(["x", "--log-level", "mcp=loud"]).unwrap_err();
+        assert!(e.to_string().contains("--log-level"), "{e}");
         let e = Cli::try_parse_from(["x", "--bind", "nowhere"]).unwrap_err();
         assert!(e.to_string().contains("--bind"), "{e}");
     }
@@ -680,6 +705,21 @@ mod tests {
         let from_builder = Server::builder("s", "1").into_server(Some(vec![7; 32]), None);
         assert!(from_builder.is_ok());
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn log_filters_set_a_default_and_per_target_levels() {
+        use tracing::Level;
+        let f = log_filter(" warn , mcp=debug,mcp::audit=off").unwrap();
+        assert!(f.would_enable("other", &Level::WARN));
+        assert!(!f.would_enable("other", &Level::INFO));
+        assert!(f.would_enable("mcp::stdio", &Level::DEBUG));
+        assert!(!f.would_enable("mcp::stdio", &Level::TRACE));
+        assert!(!f.would_enable("mcp::audit", &Level::ERROR));
+        let f = log_filter("OFF").unwrap();
+        assert!(!f.would_enable("mcp", &Level::ERROR));
+        let f = log_filter("mcp=trace").unwrap();
+        assert!(!f.would_enable("other", &Level::ERROR));
     }
 
     #[test]

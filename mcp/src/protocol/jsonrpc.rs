@@ -6,7 +6,6 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::io::Write as _;
 use std::sync::Arc;
 
 use serde::de::{self, Deserializer, Visitor};
@@ -27,8 +26,10 @@ impl RequestId {
     /// Writes the id as JSON into `out`.
     pub fn write_json(&self, out: &mut Vec<u8>) {
         match self {
+            // serde_json writes integers without the formatting machinery; writing to a
+            // Vec cannot fail.
             RequestId::Number(n) => {
-                let _ = write!(out, "{n}");
+                let _ = serde_json::to_writer(&mut *out, n);
             }
             RequestId::String(s) => {
                 // serde_json escapes exactly as JSON requires; writing to a Vec cannot fail.
@@ -326,9 +327,29 @@ pub enum Incoming {
 }
 
 /// The envelope as it appears on the wire, before its shape is judged. Its members borrow
-/// from the frame: only what a message keeps (the method, the params) is copied out.
+/// from the frame: only what a message keeps (the method, the params) is copied out. The
+/// scalar members are read by visitors that accept any JSON value and only record whether
+/// it has the right shape, so a wrong type is judged below (with the id, in a fixed order)
+/// rather than failing the whole parse; params, result and error stay raw.
 #[derive(Deserialize)]
 struct Envelope<'a> {
+    #[serde(default)]
+    jsonrpc: Option<Version>,
+    #[serde(default, deserialize_with = "present_id")]
+    id: Option<IdMember>,
+    #[serde(default, borrow)]
+    method: Option<MethodMember<'a>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+}
+
+/// The envelope with every member raw: the slow reading of a frame the fast one failed on.
+#[derive(Deserialize)]
+struct RawEnvelope<'a> {
     #[serde(default, borrow)]
     jsonrpc: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
@@ -343,9 +364,167 @@ struct Envelope<'a> {
     error: Option<&'a RawValue>,
 }
 
+impl<'a> RawEnvelope<'a> {
+    /// Judges each scalar member as the fast visitors do.
+    fn judged(self) -> Envelope<'a> {
+        Envelope {
+            jsonrpc: self.jsonrpc.map(|raw| match raw.get() {
+                "\"2.0\"" => Version::V2,
+                _ => Version::Other,
+            }),
+            id: self.id.map(|raw| {
+                serde_json::from_str::<RequestId>(raw.get())
+                    .map_or(IdMember::Invalid, IdMember::Valid)
+            }),
+            method: self.method.map(|raw| {
+                serde_json::from_str::<String>(raw.get()).map_or(MethodMember::Invalid, |m| {
+                    MethodMember::Valid(Cow::Owned(m))
+                })
+            }),
+            params: self.params,
+            result: self.result,
+            error: self.error,
+        }
+    }
+}
+
 /// Keeps an explicit `null` as `Some("null")` so "absent" and "null" stay distinct.
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
     <&RawValue>::deserialize(d).map(Some)
+}
+
+/// Keeps an explicit `null` id as present (and invalid), like any other non-id value.
+fn present_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<IdMember>, D::Error> {
+    IdMember::deserialize(d).map(Some)
+}
+
+/// Generates the `visit_*` methods of a visitor that accepts every JSON value: the kinds
+/// listed in the macro call are handled by the visitor itself, the rest become `$other`
+/// (arrays and objects are read through and ignored).
+macro_rules! accept_any_other {
+    ($other:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+            Ok($other)
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map
+                .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+                .is_some()
+            {}
+            Ok($other)
+        }
+    };
+}
+
+/// The `jsonrpc` member: right only when it is exactly the string `"2.0"`, written without
+/// escapes.
+enum Version {
+    V2,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Version {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Version;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Version, E> {
+                Ok(if v == "2.0" {
+                    Version::V2
+                } else {
+                    Version::Other
+                })
+            }
+            // A string with escapes arrives here: not the literal "2.0".
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Version, E> {
+                Ok(Version::Other)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Version, E> {
+                Ok(Version::Other)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Version, E> {
+                Ok(Version::Other)
+            }
+            accept_any_other!(Version::Other);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The `id` member: an integer or a string, or something that is not an id.
+enum IdMember {
+    Valid(RequestId),
+    Invalid,
+}
+
+impl<'de> Deserialize<'de> for IdMember {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = IdMember;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<IdMember, E> {
+                Ok(IdMember::Valid(RequestId::Number(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<IdMember, E> {
+                Ok(i64::try_from(v)
+                    .map_or(IdMember::Invalid, |n| IdMember::Valid(RequestId::Number(n))))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<IdMember, E> {
+                Ok(IdMember::Valid(RequestId::String(Arc::from(v))))
+            }
+            accept_any_other!(IdMember::Invalid);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The `method` member: a string (borrowed from the frame unless it has escapes), or
+/// something that is not a method name.
+enum MethodMember<'a> {
+    Valid(Cow<'a, str>),
+    Invalid,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for MethodMember<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = MethodMember<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(MethodMember::Valid(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(MethodMember::Valid(Cow::Owned(v.to_owned())))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(MethodMember::Invalid)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(MethodMember::Invalid)
+            }
+            accept_any_other!(MethodMember::Invalid);
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
 }
 
 /// Decodes one frame (a line on stdio, a body on HTTP).
@@ -353,14 +532,18 @@ pub fn decode(bytes: &[u8]) -> Incoming {
     let trimmed = bytes.trim_ascii();
     // JSON is UTF-8. serde_json checks the strings it reads, but skips unknown members
     // without looking inside them, so check the whole frame once.
-    if let Err(e) = std::str::from_utf8(trimmed) {
-        return Incoming::Single(Err(DecodeError::Parse(format!(
-            "the message is not UTF-8 (invalid byte at offset {})",
-            e.valid_up_to()
-        ))));
-    }
-    if trimmed.first() == Some(&b'[') {
-        let items: Vec<&RawValue> = match serde_json::from_slice(trimmed) {
+    // Checked once here, the frame is then read as text: serde_json checks no string again.
+    let trimmed = match std::str::from_utf8(trimmed) {
+        Ok(text) => text,
+        Err(e) => {
+            return Incoming::Single(Err(DecodeError::Parse(format!(
+                "the message is not UTF-8 (invalid byte at offset {})",
+                e.valid_up_to()
+            ))));
+        }
+    };
+    if trimmed.starts_with('[') {
+        let items: Vec<&RawValue> = match serde_json::from_str(trimmed) {
             Ok(items) => items,
             Err(e) => return Incoming::Single(Err(DecodeError::Parse(strip_position(&e)))),
         };
@@ -370,12 +553,7 @@ pub fn decode(bytes: &[u8]) -> Incoming {
                 reason: "empty batch".into(),
             }));
         }
-        return Incoming::Batch(
-            items
-                .iter()
-                .map(|raw| decode_object(raw.get().as_bytes()))
-                .collect(),
-        );
+        return Incoming::Batch(items.iter().map(|raw| decode_object(raw.get())).collect());
     }
     Incoming::Single(decode_object(trimmed))
 }
@@ -391,38 +569,43 @@ pub(crate) fn strip_position(e: &serde_json::Error) -> String {
     }
 }
 
-fn decode_object(bytes: &[u8]) -> Result<Message, DecodeError> {
-    let env: Envelope<'_> = match serde_json::from_slice(bytes) {
+fn decode_object(text: &str) -> Result<Message, DecodeError> {
+    let env: Envelope<'_> = match serde_json::from_str(text) {
         Ok(env) => env,
-        Err(e) if e.is_syntax() || e.is_eof() => {
-            return Err(DecodeError::Parse(strip_position(&e)));
-        }
-        Err(_) => {
-            return Err(DecodeError::Invalid {
-                id: None,
-                reason: "a JSON-RPC message must be a JSON object".into(),
-            });
-        }
-    };
-    let id = match env.id {
-        None => None,
-        Some(raw) => match serde_json::from_str::<RequestId>(raw.get()) {
-            Ok(id) => Some(id),
+        // Rare: read again with every member raw. A frame can be valid JSON and still fail
+        // above (a number beyond f64 as the id, say, which is an invalid id, not a parse
+        // error), and this way every malformed frame is judged exactly as the raw reading
+        // judges it.
+        Err(_) => match serde_json::from_str::<RawEnvelope<'_>>(text) {
+            Ok(raw) => raw.judged(),
+            Err(e) if e.is_syntax() || e.is_eof() => {
+                return Err(DecodeError::Parse(strip_position(&e)));
+            }
             Err(_) => {
                 return Err(DecodeError::Invalid {
                     id: None,
-                    reason: "id must be an integer or a string".into(),
+                    reason: "a JSON-RPC message must be a JSON object".into(),
                 });
             }
         },
+    };
+    let id = match env.id {
+        None => None,
+        Some(IdMember::Valid(id)) => Some(id),
+        Some(IdMember::Invalid) => {
+            return Err(DecodeError::Invalid {
+                id: None,
+                reason: "id must be an integer or a string".into(),
+            });
+        }
     };
     let invalid = |reason: &str| DecodeError::Invalid {
         id: id.clone(),
         reason: reason.to_owned(),
     };
-    match env.jsonrpc.map(RawValue::get) {
-        Some("\"2.0\"") => {}
-        Some(_) => return Err(invalid("jsonrpc must be \"2.0\"")),
+    match env.jsonrpc {
+        Some(Version::V2) => {}
+        Some(Version::Other) => return Err(invalid("jsonrpc must be \"2.0\"")),
         None => return Err(invalid("missing jsonrpc version")),
     }
     let params = match env.params {
@@ -437,8 +620,10 @@ fn decode_object(bytes: &[u8]) -> Result<Message, DecodeError> {
         None => None,
     };
     if let Some(method) = env.method {
-        let method: String =
-            serde_json::from_str(method.get()).map_err(|_| invalid("method must be a string"))?;
+        let method = match method {
+            MethodMember::Valid(m) => m.into_owned(),
+            MethodMember::Invalid => return Err(invalid("method must be a string")),
+        };
         if env.result.is_some() || env.error.is_some() {
             return Err(invalid("a request cannot carry a result or an error"));
         }
@@ -596,6 +781,97 @@ mod tests {
             let err = single(line).unwrap_err();
             assert_eq!(err.to_error().code, codes::INVALID_REQUEST, "{line}");
         }
+    }
+
+    #[test]
+    fn members_of_the_wrong_kind_are_judged_in_order() {
+        let cases = [
+            // An id beyond f64 fails the fast reading; it is an invalid id, not a parse error.
+            (
+                r#"{"jsonrpc":"2.0","id":1e400,"method":"x"}"#,
+                None,
+                "id must be",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"x"}"#,
+                None,
+                "id must be",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":{"a":[1]},"method":"x"}"#,
+                None,
+                "id must be",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":true,"method":"x"}"#,
+                None,
+                "id must be",
+            ),
+            (
+                r#"{"jsonrpc":"2\u002e0","id":4,"method":"x"}"#,
+                Some(4),
+                "jsonrpc must be",
+            ),
+            (
+                r#"{"jsonrpc":2,"id":4,"method":"x"}"#,
+                Some(4),
+                "jsonrpc must be",
+            ),
+            (
+                r#"{"jsonrpc":1e400,"id":4,"method":"x"}"#,
+                Some(4),
+                "jsonrpc must be",
+            ),
+            (
+                r#"{"jsonrpc":null,"id":4,"method":"x"}"#,
+                Some(4),
+                "missing jsonrpc",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":4,"method":["x"]}"#,
+                Some(4),
+                "method must be",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":4,"method":1e400}"#,
+                Some(4),
+                "method must be",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":4,"method":"x","result":{}}"#,
+                Some(4),
+                "cannot carry",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":4,"id":5,"method":"x"}"#,
+                None,
+                "must be a JSON object",
+            ),
+        ];
+        for (line, id, reason) in cases {
+            match single(line) {
+                Err(DecodeError::Invalid { id: got, reason: r }) => {
+                    assert_eq!(got, id.map(RequestId::Number), "{line}");
+                    assert!(r.contains(reason), "{line}: {r}");
+                }
+                other => panic!("{line}: {other:?}"),
+            }
+        }
+        let Ok(Message::Request(r)) =
+            single(r#"{"jsonrpc":"2.0","id":"a\"b","method":"to\u006fls/list","x":[1e400]}"#)
+        else {
+            panic!("not a request");
+        };
+        assert_eq!(r.method, "tools/list");
+        assert_eq!(r.id, RequestId::from("a\"b"));
+        assert!(matches!(
+            single(r#"{"jsonrpc":"2.0","method":null}"#),
+            Err(DecodeError::Invalid { .. })
+        ));
+        assert!(matches!(
+            single(r#"{"jsonrpc":"2.0","id":1,"method":"x""#),
+            Err(DecodeError::Parse(_))
+        ));
     }
 
     #[test]

@@ -109,6 +109,45 @@ pub struct CallToolResult {
 }
 
 impl CallToolResult {
+    /// Writes the result as JSON, byte for byte what its `Serialize` writes, with plain
+    /// text blocks (the common result) written directly rather than through serde.
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        out.extend_from_slice(br#"{"content":["#);
+        for (i, block) in self.content.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match block {
+                ContentBlock::Text(super::TextContent {
+                    text,
+                    annotations: None,
+                    meta: None,
+                }) => {
+                    out.extend_from_slice(br#"{"type":"text","text":"#);
+                    write_json_str(out, text)?;
+                    out.push(b'}');
+                }
+                other => serde_json::to_writer(&mut *out, other)?,
+            }
+        }
+        out.push(b']');
+        if let Some(structured) = &self.structured_content {
+            out.extend_from_slice(br#","structuredContent":"#);
+            serde_json::to_writer(&mut *out, structured)?;
+        }
+        match self.is_error {
+            Some(true) => out.extend_from_slice(br#","isError":true"#),
+            Some(false) => out.extend_from_slice(br#","isError":false"#),
+            None => {}
+        }
+        if let Some(meta) = &self.meta {
+            out.extend_from_slice(br#","_meta":"#);
+            serde_json::to_writer(&mut *out, meta)?;
+        }
+        out.push(b'}');
+        Ok(())
+    }
+
     /// A successful result with these blocks.
     pub fn success(content: Vec<ContentBlock>) -> Self {
         CallToolResult {
@@ -134,5 +173,64 @@ impl CallToolResult {
     /// Whether this result reports an error.
     pub fn is_error(&self) -> bool {
         self.is_error == Some(true)
+    }
+}
+
+/// Writes `s` as a JSON string as serde_json does: only `"`, `\` and control characters
+/// are escaped, so a string without them is copied as it is.
+fn write_json_str(out: &mut Vec<u8>, s: &str) -> serde_json::Result<()> {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        Ok(())
+    } else {
+        serde_json::to_writer(out, s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{Annotations, TextContent};
+
+    #[test]
+    fn the_direct_writer_writes_what_serde_writes() {
+        let mut meta = Meta::new();
+        meta.insert("k".into(), serde_json::json!({"b": [1, "x\u{1}"]}));
+        let annotated = ContentBlock::Text(TextContent {
+            text: "a".into(),
+            annotations: Some(Annotations {
+                priority: Some(0.5),
+                ..Default::default()
+            }),
+            meta: None,
+        });
+        let results = [
+            CallToolResult::default(),
+            CallToolResult::text("hello, benchmark"),
+            CallToolResult::text("quote \" slash \\ nl \n tab \t nul \u{0} del \u{7f} é ☃ 🦀"),
+            CallToolResult::error("failed"),
+            CallToolResult {
+                content: vec![
+                    ContentBlock::text("one"),
+                    annotated,
+                    ContentBlock::image(b"\x89PNG", "image/png"),
+                    ContentBlock::text(""),
+                ],
+                structured_content: Some(serde_json::json!({"z": 1, "a": [true, null]})),
+                is_error: Some(false),
+                meta: Some(meta),
+            },
+        ];
+        for result in results {
+            let mut direct = Vec::new();
+            result.write_json(&mut direct).unwrap();
+            assert_eq!(
+                String::from_utf8(direct).unwrap(),
+                serde_json::to_string(&result).unwrap()
+            );
+        }
     }
 }

@@ -12,25 +12,32 @@ use serde_json::value::RawValue;
 /// The raw arguments of one tool call, with the tool's input schema for error messages.
 #[derive(Clone, Debug)]
 pub struct ToolArgs {
-    raw: Option<Arc<RawValue>>,
+    /// The JSON text of the arguments, as the client sent it.
+    raw: Option<Arc<str>>,
     schema: Arc<Value>,
 }
 
 impl ToolArgs {
     /// Wraps raw arguments (absent arguments decode as `{}`).
     pub fn new(raw: Option<Box<RawValue>>, schema: Arc<Value>) -> Self {
-        Self::shared(raw.map(Arc::from), schema)
+        Self::from_json_text(raw.map(|r| Arc::from(r.get())), schema)
     }
 
     /// Wraps raw arguments already shared with the authorization seam.
     pub fn shared(raw: Option<Arc<RawValue>>, schema: Arc<Value>) -> Self {
+        Self::from_json_text(raw.map(|r| Arc::from(r.get())), schema)
+    }
+
+    /// Wraps the JSON text of arguments taken from a valid JSON document (one allocation
+    /// per call: the text is copied once out of the frame).
+    pub(crate) fn from_json_text(raw: Option<Arc<str>>, schema: Arc<Value>) -> Self {
         ToolArgs { raw, schema }
     }
 
     /// The raw JSON text of the arguments (`{}` when the client sent none).
     pub fn raw_json(&self) -> &str {
-        match &self.raw {
-            Some(raw) if raw.get() != "null" => raw.get(),
+        match self.raw.as_deref() {
+            Some(raw) if raw != "null" => raw,
             _ => "{}",
         }
     }

@@ -529,7 +529,7 @@ impl ServerBuilder {
                 self.transport,
                 self.on_event,
             ),
-            in_flight: Arc::new(tokio::sync::Semaphore::new(self.config.max_in_flight)),
+            in_flight: super::InFlight::new(self.config.max_in_flight),
             sealer: match &self.cluster {
                 Some(cluster) => crate::elicit::state::StateSealer::with_store(
                     state_key,

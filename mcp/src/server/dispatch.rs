@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 
-use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
@@ -440,8 +440,20 @@ pub(crate) async fn contained<T, F: std::future::Future<Output = T>>(
     start: impl FnOnce() -> F,
 ) -> Result<T, Failure> {
     use futures::FutureExt as _;
+    // The deadline counts from here, as `tokio::time::timeout` would; the timer is only
+    // armed if the handler does not finish on its first poll (most do), so those never
+    // touch the timer wheel. A timeout too large for the clock never fires.
+    let deadline = tokio::time::Instant::now().checked_add(timeout);
     let fut = async move { start().await };
-    match tokio::time::timeout(timeout, std::panic::AssertUnwindSafe(fut).catch_unwind()).await {
+    let mut fut = std::pin::pin!(std::panic::AssertUnwindSafe(fut).catch_unwind());
+    let outcome = match poll_once(fut.as_mut()).await {
+        Poll::Ready(r) => Ok(r),
+        Poll::Pending => match deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, fut).await,
+            None => Ok(fut.await),
+        },
+    };
+    match outcome {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(payload)) => {
             let message = panic_message(&payload);
@@ -464,9 +476,9 @@ fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// Parses a method's params. Absent params are `{}` unless the method requires them.
-pub(crate) fn parse_params<T: DeserializeOwned>(
+pub(crate) fn parse_params<'a, T: Deserialize<'a>>(
     method: &str,
-    params: Option<&RawValue>,
+    params: Option<&'a RawValue>,
     required: bool,
 ) -> Result<T, ErrorObject> {
     let text = match params {

@@ -54,7 +54,7 @@ pub(crate) struct ServerInner {
     authorizer_source: AuthorizerSource,
     read_authorizer: Option<Arc<dyn Authorizer>>,
     conns: ConnTable,
-    in_flight: Arc<tokio::sync::Semaphore>,
+    in_flight: InFlight,
     config: ServerConfig,
     audit: Option<AuditSink>,
     /// The server's identity as JSON, for the `_meta` of 2026-07-28 results.
@@ -76,6 +76,42 @@ impl fmt::Debug for Server {
             .field("version", &self.inner.info.version)
             .field("registry", &self.inner.registry)
             .finish_non_exhaustive()
+    }
+}
+
+/// The server-wide count of running handlers, capped at `max_in_flight`. Only ever taken
+/// without waiting, so a counter does what a semaphore would, without its lock on release.
+pub(crate) struct InFlight {
+    running: std::sync::atomic::AtomicUsize,
+    max: usize,
+}
+
+impl InFlight {
+    fn new(max: usize) -> Self {
+        InFlight {
+            running: std::sync::atomic::AtomicUsize::new(0),
+            max,
+        }
+    }
+
+    /// One more running handler, or `None` when `max` are running. Released on drop.
+    pub(crate) fn try_enter(&self) -> Option<InFlightGuard<'_>> {
+        use std::sync::atomic::Ordering;
+        self.running
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| InFlightGuard(&self.running))
+    }
+}
+
+/// One running handler counted in [`InFlight`].
+pub(crate) struct InFlightGuard<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for InFlightGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
 

@@ -35,13 +35,22 @@ pub(crate) struct CacheHint {
 }
 
 /// Results that carry their own `_meta`, into which `serverInfo` is merged.
-pub(crate) trait HasMeta {
+pub(crate) trait HasMeta: Serialize {
     fn meta_mut(&mut self) -> &mut Option<Meta>;
+
+    /// Writes the result as JSON, exactly as `Serialize` does.
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        serde_json::to_writer(out, self)
+    }
 }
 
 impl HasMeta for CallToolResult {
     fn meta_mut(&mut self) -> &mut Option<Meta> {
         &mut self.meta
+    }
+
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        CallToolResult::write_json(self, out)
     }
 }
 
@@ -266,11 +275,15 @@ impl Server {
         cache: Option<CacheHint>,
     ) -> Reply {
         if scope.caller.modern.is_none() {
-            return Reply::result(&scope.id, &result);
+            return Reply::result_written(&scope.id, |out| result.write_json(out));
         }
         if result.meta_mut().is_none() {
             // No `_meta` of its own: the server's identity is spliced in as the whole `_meta`.
-            let json = serde_json::to_string(&result).unwrap_or_else(|_| "{}".into());
+            let mut json = Vec::with_capacity(128);
+            let json = match result.write_json(&mut json) {
+                Ok(()) => String::from_utf8(json).unwrap_or_else(|_| "{}".into()),
+                Err(_) => "{}".into(),
+            };
             return self.reply_raw(scope, &json, cache);
         }
         let info = serde_json::to_value(&self.inner.info).unwrap_or_default();

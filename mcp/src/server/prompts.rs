@@ -78,7 +78,7 @@ impl Server {
             None => None,
         };
         let handler = Arc::clone(&prompt.handler);
-        let Ok(_permit) = self.inner.in_flight.clone().try_acquire_owned() else {
+        let Some(_permit) = self.inner.in_flight.try_enter() else {
             return Err(ErrorObject::internal(
                 "server_busy: too many requests are running; try again shortly",
             ));

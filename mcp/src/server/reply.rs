@@ -43,10 +43,32 @@ impl Reply {
 
     /// A success response.
     pub(crate) fn result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -> Reply {
-        // Serializing our own protocol types cannot fail (no non-string map keys, no
-        // non-finite floats of ours).
-        let json = serde_json::to_string(result).unwrap_or_else(|_| "null".to_owned());
-        Reply::raw_result(id, &json)
+        Reply::result_written(id, |out| serde_json::to_writer(out, result))
+    }
+
+    /// A success response whose result `write` serializes straight into the line that
+    /// goes out. Serializing our own protocol types cannot fail (no non-string map keys,
+    /// no non-finite floats of ours); if it did, the result is `null`.
+    pub(crate) fn result_written(
+        id: &RequestId,
+        write: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
+    ) -> Reply {
+        let mut frame = Vec::with_capacity(192);
+        frame.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        id.write_json(&mut frame);
+        frame.extend_from_slice(br#","result":"#);
+        let at = frame.len();
+        if write(&mut frame).is_err() {
+            frame.truncate(at);
+            frame.extend_from_slice(b"null");
+        }
+        frame.push(b'}');
+        Reply {
+            // serde_json writes UTF-8, as do the pieces around it; the check is cheap.
+            frame: String::from_utf8(frame).unwrap_or_default(),
+            id: Some(id.clone()),
+            error_code: None,
+        }
     }
 
     /// An error response (without an id when the request's id could not be read).

@@ -179,7 +179,7 @@ impl Server {
         } else {
             return Err(not_found(caller, uri));
         };
-        let Ok(_permit) = self.inner.in_flight.clone().try_acquire_owned() else {
+        let Some(_permit) = self.inner.in_flight.try_enter() else {
             return Err(ErrorObject::internal(
                 "server_busy: too many requests are running; try again shortly",
             ));

@@ -2,7 +2,10 @@
 //! handshake era, an input-required result with sealed state on 2026-07-28) and contained
 //! execution.
 
+use std::borrow::Cow;
 use std::sync::Arc;
+
+use serde::Deserialize;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -18,11 +21,26 @@ use crate::context::Caller;
 use crate::elicit::mrtr::Mrtr;
 use crate::elicit::state::{ApprovalState, Binding};
 use crate::elicit::{APPROVAL_KEY, Approval, ask_approval, judge};
-use crate::protocol::{
-    CallToolRequestParams, CallToolResult, ErrorObject, PaginatedParams, ProgressToken, methods,
-};
+use crate::protocol::{CallToolResult, ErrorObject, Meta, PaginatedParams, ProgressToken, methods};
 use crate::registry::{ListKind, Page, ToolArgs, ToolDef, page};
 use crate::server::Transport;
+
+/// `tools/call` params read in place: the name and the arguments borrow from the request
+/// (the public [`CallToolRequestParams`](crate::protocol::CallToolRequestParams) owns them).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CallParams<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<Meta>,
+    #[serde(default)]
+    input_responses: Option<Meta>,
+    #[serde(default)]
+    request_state: Option<String>,
+}
 
 impl Server {
     pub(super) async fn list_tools(
@@ -95,11 +113,10 @@ impl Server {
         scope: &Scope,
         params: Option<&RawValue>,
     ) -> Result<Reply, ErrorObject> {
-        let p: CallToolRequestParams = parse_params(methods::TOOLS_CALL, params, true)?;
+        let p: CallParams<'_> = parse_params(methods::TOOLS_CALL, params, true)?;
         let snapshot = self.registry().snapshot();
         let tool = snapshot.tool(&p.name);
-        let arguments = p.arguments.map(Arc::<RawValue>::from);
-        let raw_args = arguments.as_deref().map(RawValue::get).unwrap_or("{}");
+        let raw_args = p.arguments.map(RawValue::get).unwrap_or("{}");
         let request = AuthRequest::new(
             Seam::Tool,
             &p.name,
@@ -111,7 +128,7 @@ impl Server {
         // and this principal.
         let binding = scope.caller.modern.as_ref().map(|_| Binding {
             method: methods::TOOLS_CALL.to_owned(),
-            target: p.name.clone(),
+            target: p.name.clone().into_owned(),
             args_digest: args_digest(request.arguments()),
             principal: scope.caller.subject(),
         });
@@ -201,7 +218,13 @@ impl Server {
         };
         let token = progress_token(p.meta.as_ref());
         let result = match self
-            .execute_tool(scope, tool, arguments.clone(), token, mrtr.clone())
+            .execute_tool(
+                scope,
+                tool,
+                p.arguments.map(|a| Arc::from(a.get())),
+                token,
+                mrtr.clone(),
+            )
             .await
         {
             Outcome::Done(result) => result,
@@ -269,18 +292,18 @@ impl Server {
         &self,
         scope: &Scope,
         tool: &ToolDef,
-        arguments: Option<Arc<RawValue>>,
+        arguments: Option<Arc<str>>,
         token: Option<ProgressToken>,
         mrtr: Option<Arc<Mrtr>>,
     ) -> Outcome<CallToolResult> {
-        let Ok(_permit) = self.inner.in_flight.clone().try_acquire_owned() else {
+        let Some(_permit) = self.inner.in_flight.try_enter() else {
             return Outcome::Done(CallToolResult::error(format!(
                 "server_busy: {} calls are already running; try again shortly",
                 self.config().max_in_flight
             )));
         };
         let ctx = scope.ctx(self, token, mrtr.clone());
-        let args = ToolArgs::shared(arguments, tool.schema.clone());
+        let args = ToolArgs::from_json_text(arguments, tool.schema.clone());
         let timeout = tool.timeout.unwrap_or(self.config().call_timeout);
         match run_handler(mrtr.as_ref(), timeout, || tool.handler.call(ctx, args)).await {
             Ok(outcome) => outcome,

@@ -257,19 +257,28 @@ async fn handle_line(lines: &Lines<'_>, line: &[u8], max: usize, batch: &mut Str
                 _ => false,
             };
             if runs_user_code {
-                let Some(slot) = take_slot(slots, out, batch).await else {
+                // With every slot held by a request still running, wait until one is
+                // answered before starting another. This loop is the only one that takes
+                // slots, so one is still free below when the request has to wait.
+                if slots.available_permits() == 0 && take_slot(slots, out, batch).await.is_none() {
                     return;
-                };
+                }
                 // Most requests finish without waiting for anything: poll once right here and
-                // batch the reply with the others from this read. Only a request that has to
-                // wait gets a task of its own (and is polled again there, with a real waker),
-                // and keeps its slot until it is answered.
+                // batch the reply with the others from this read (such a request never
+                // holds a slot). Only a request that has to wait gets a task of its own (and
+                // is polled again there, with a real waker), and keeps a slot until it is
+                // answered.
                 let owned = Arc::clone(conn);
                 let mut request = Box::pin(async move { owned.handle(message).await });
-                let mut cx = Context::from_waker(Waker::noop());
-                match request.as_mut().poll(&mut cx) {
+                let first = request
+                    .as_mut()
+                    .poll(&mut Context::from_waker(Waker::noop()));
+                match first {
                     Poll::Ready(reply) => push_reply(batch, reply),
                     Poll::Pending => {
+                        let Some(slot) = take_slot(slots, out, batch).await else {
+                            return;
+                        };
                         let out = (*out).clone();
                         tasks.spawn(async move {
                             if let Some(reply) = request.await {
