@@ -3,40 +3,10 @@
 
 use mcp::prelude::*;
 
-/// Returns its argument unchanged.
-#[tool(read_only, idempotent)]
-async fn echo(
-    /// The text to return.
-    text: String,
-) -> String {
-    text
-}
+#[path = "../../servers/ours/src/entries.rs"]
+mod entries;
 
-/// Adds two integers.
-#[tool(read_only, idempotent)]
-async fn add(
-    /// The first addend.
-    a: i64,
-    /// The second addend.
-    b: i64,
-) -> i64 {
-    a + b
-}
-
-/// A short text about this server.
-#[resource("bench://about", mime = "text/plain")]
-async fn about() -> &'static str {
-    "The benchmark server: echo, add, this resource and one prompt."
-}
-
-/// Asks for a greeting.
-#[prompt]
-async fn greet(
-    /// Who to greet.
-    name: String,
-) -> String {
-    format!("Say hello to {name}.")
-}
+use entries::*;
 
 mcp::server! {
     name: "bench-ours",
