@@ -548,23 +548,30 @@ async fn headers_must_mirror_the_body() {
     );
 }
 
+/// A request whose `_meta` and `MCP-Protocol-Version` header both name `version`.
+async fn claiming_version(
+    c: &ModernHttp,
+    id: i64,
+    method: &str,
+    version: &str,
+) -> mcp_tests::http::Exchange {
+    let mut message = body(c, id, method, json!({}));
+    message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(version);
+    raw(
+        c,
+        method,
+        message,
+        &[("mcp-protocol-version", version), ("mcp-method", method)],
+    )
+    .await
+}
+
 #[tokio::test]
 async fn unsupported_versions_are_400_32022_naming_the_supported_ones() {
     let (srv, _, _) = started().await;
     let c = srv.modern();
     let discovered = c.request(json!(1), "server/discover", json!({})).await;
-    let mut message = body(&c, 301, "server/discover", json!({}));
-    message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("v999.0.0");
-    let ex = raw(
-        &c,
-        "server/discover",
-        message,
-        &[
-            ("mcp-protocol-version", "v999.0.0"),
-            ("mcp-method", "server/discover"),
-        ],
-    )
-    .await;
+    let ex = claiming_version(&c, 301, "server/discover", "v999.0.0").await;
     assert_eq!(ex.status, StatusCode::BAD_REQUEST);
     assert_eq!(code(&ex.response), -32022);
     assert_eq!(ex.response["id"], 301);
@@ -574,18 +581,7 @@ async fn unsupported_versions_are_400_32022_naming_the_supported_ones() {
         discovered["result"]["supportedVersions"]
     );
     // A handshake revision named in _meta is not one this era speaks either.
-    let mut message = body(&c, 302, "tools/list", json!({}));
-    message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
-    let ex = raw(
-        &c,
-        "tools/list",
-        message,
-        &[
-            ("mcp-protocol-version", "2025-11-25"),
-            ("mcp-method", "tools/list"),
-        ],
-    )
-    .await;
+    let ex = claiming_version(&c, 302, "tools/list", "2025-11-25").await;
     assert_eq!(ex.status, StatusCode::BAD_REQUEST);
     assert_eq!(code(&ex.response), -32022);
 }
