@@ -179,26 +179,28 @@ async fn handshake_session(wiring: Wiring) {
         text(&r.response["result"]),
         "This is a simple text response for testing."
     );
-    let r = call(&mut s, 101, "test_image_content", json!({}), no_questions).await;
-    let image = &r.response["result"]["content"][0];
-    assert_eq!(
-        (image["type"].as_str(), image["mimeType"].as_str()),
-        (Some("image"), Some("image/png"))
-    );
-    assert!(
-        image["data"].as_str().unwrap().starts_with("iVBORw0KGgo"),
-        "{image}"
-    );
-    let r = call(&mut s, 102, "test_audio_content", json!({}), no_questions).await;
-    let audio = &r.response["result"]["content"][0];
-    assert_eq!(
-        (audio["type"].as_str(), audio["mimeType"].as_str()),
-        (Some("audio"), Some("audio/wav"))
-    );
-    assert!(
-        audio["data"].as_str().unwrap().starts_with("UklGR"),
-        "{audio}"
-    );
+    // Binary content: its type, its MIME type, and base64 that starts like the format.
+    for (id, tool, kind, mime, magic) in [
+        (
+            101,
+            "test_image_content",
+            "image",
+            "image/png",
+            "iVBORw0KGgo",
+        ),
+        (102, "test_audio_content", "audio", "audio/wav", "UklGR"),
+    ] {
+        let r = call(&mut s, id, tool, json!({}), no_questions).await;
+        let block = &r.response["result"]["content"][0];
+        assert_eq!(
+            (block["type"].as_str(), block["mimeType"].as_str()),
+            (Some(kind), Some(mime))
+        );
+        assert!(
+            block["data"].as_str().unwrap().starts_with(magic),
+            "{block}"
+        );
+    }
     let r = call(
         &mut s,
         103,
