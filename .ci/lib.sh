@@ -3,16 +3,19 @@
 # `everything` example on a free loopback port over Streamable HTTP, wait until it answers,
 # stop it; install and run the official conformance suite.
 
-# Prints the first port in 39170-39369 that nobody answers on.
+# Prints the first port in 21170-21369 that nobody answers on. The range lies below the
+# kernel's ephemeral ports (32768-60999 by default): there, a port nobody listens on can
+# still be the local end of an outgoing connection (a replica's link to Redis, say), and a
+# server that then binds it fails with "Address already in use".
 free_port() {
   local p
-  for p in $(seq 39170 39369); do
+  for p in $(seq 21170 21369); do
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
       echo "$p"
       return 0
     fi
   done
-  echo "no free loopback port in 39170-39369" >&2
+  echo "no free loopback port in 21170-21369" >&2
   return 1
 }
 
