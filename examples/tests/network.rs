@@ -292,7 +292,7 @@ async fn the_legacy_sse_transport_beside_http_or_alone() {
 }
 
 #[test]
-fn the_boot_guard_refuses_production_without_authorization() {
+fn the_boot_guard_refuses_to_serve_without_authorization() {
     for (bin, args) in [
         (
             QUICKSTART,
@@ -322,7 +322,7 @@ fn the_boot_guard_refuses_production_without_authorization() {
 }
 
 #[tokio::test]
-async fn the_opt_out_boots_in_production_and_warns_naming_the_setting_and_what_is_unguarded() {
+async fn the_opt_out_boots_and_warns_naming_the_setting_and_what_is_unguarded() {
     for (args, env, setting) in [
         (
             vec![

@@ -757,6 +757,25 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_lists_every_limit_with_its_flag_and_variable() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+        let readme = std::fs::read_to_string(path).expect("the README");
+        let table = readme
+            .split("### Limits\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\n### ").next())
+            .expect("a Limits section");
+        for knob in KNOBS {
+            let row = table
+                .lines()
+                .find(|l| l.starts_with('|') && l.contains(&format!("`--{}`", knob.flag)))
+                .unwrap_or_else(|| panic!("no row for --{}", knob.flag));
+            assert!(row.contains(&format!("`{}`", knob.name)), "{row}");
+            assert!(row.contains(&format!("`{}`", knob.env)), "{row}");
+        }
+    }
+
+    #[test]
     fn flags_and_variables_set_limits_and_bad_values_name_the_flag() {
         let l = parse(&["x", "--call-timeout", "300ms", "--max-message-size", "1MiB"]).unwrap();
         let (mut s, mut h) = (ServerConfig::default(), HttpConfig::new());

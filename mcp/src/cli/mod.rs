@@ -1,36 +1,37 @@
 //! The command line of a server binary: the `main` that `server!` generates calls
 //! [`main`], and a binary with options of its own flattens [`Options`] into its parser.
+//! Every option has an `MCP_*` environment variable too (`-h` for a summary, `--help` for
+//! all of it):
 //!
 //! ```text
 //! Usage: files [OPTIONS]
 //!
 //! Options:
-//!       --transport <TRANSPORT>
-//!           How clients reach the server [env: MCP_TRANSPORT=] [default: stdio] [possible values: stdio, http, sse]
-//!       --bind <ADDR>
-//!           Address to listen on (http and sse) [env: MCP_BIND=] [default: 127.0.0.1:8080]
-//!       --legacy-sse
-//!           With --transport http, also serve the legacy HTTP+SSE transport [env: MCP_LEGACY_SSE=]
-//!       --allow-unauthorized-for-local-development
-//!           DANGER: serve over the network without the authorization the boot guard requires [env: MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT=]
-//!       --list
-//!           Print the tools, resources, templates and prompts as JSON and exit [env: MCP_LIST=]
-//!       --log-level <FILTER>
-//!           Log filter for stderr: off, error, warn, info, debug, trace, or target=level directives [env: MCP_LOG_LEVEL=] [default: info]
-//!       --allowed-host <HOST>
-//!           Also accept this Host header (name or name:port), beside the loopback names [env: MCP_ALLOWED_HOSTS=]
-//!       --state-key-file <PATH>
-//!           A file holding the key that seals requestState (at least 32 bytes) [env: MCP_STATE_KEY_FILE=]
-//!       --state-key <KEY>
-//!           The key itself (at least 32 characters); prefer MCP_STATE_KEY or a file [env: MCP_STATE_KEY]
-//!       --redis-url <URL>
-//!           Run as one replica of several, sharing state on this Redis server [env: MCP_REDIS_URL]
-//!       --redis-prefix <PREFIX>
-//!           The prefix of this deployment's Redis keys and channels [env: MCP_REDIS_PREFIX=] [default: mcp]
-//!   -h, --help
-//!           Print help (see a summary with '-h')
-//!   -V, --version
-//!           Print version
+//!   --transport <TRANSPORT>  How clients reach the server [env: MCP_TRANSPORT=] [default: stdio] [possible values: stdio, http, sse]
+//!   --bind <ADDR>            Address to listen on (http and sse) [env: MCP_BIND=] [default: 127.0.0.1:8080]
+//!   --port <PORT>            Listen on 127.0.0.1 at this port (http and sse): short for --bind 127.0.0.1:PORT [env: MCP_PORT=]
+//!   --legacy-sse             With --transport http, also serve the legacy HTTP+SSE transport [env: MCP_LEGACY_SSE=]
+//!   --allow-unauthorized-for-local-development
+//!                            DANGER: serve over the network without the authorization the boot guard requires [env: MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT=]
+//!   --allow-unauthorized-on-network
+//!                            DANGER: with the above, also listen on an address beyond loopback [env: MCP_ALLOW_UNAUTHORIZED_ON_NETWORK=]
+//!   --list                   Print the tools, resources, templates and prompts as JSON and exit [env: MCP_LIST=]
+//!   --print-config           Print the effective settings, each with where it came from, and exit [env: MCP_PRINT_CONFIG=]
+//!   --log-level <FILTER>     Log filter for stderr: off, error, warn, info, debug, trace, or target=level directives [env: MCP_LOG_LEVEL=] [default: info]
+//!   --allowed-host <HOST>    Also accept this Host header (name or name:port), beside the loopback names [env: MCP_ALLOWED_HOSTS=]
+//!   --state-key-file <PATH>  A file holding the key that seals requestState (at least 32 bytes) [env: MCP_STATE_KEY_FILE=]
+//!   --state-key <KEY>        The key itself (at least 32 characters); prefer MCP_STATE_KEY or a file [env: MCP_STATE_KEY]
+//!   --redis-url <URL>        Run as one replica of several, sharing state on this Redis server [env: MCP_REDIS_URL]
+//!   --redis-prefix <PREFIX>  The prefix of this deployment's Redis keys and channels [env: MCP_REDIS_PREFIX=] [default: mcp]
+//!   -h, --help               Print help (see more with '--help')
+//!   -V, --version            Print version
+//!
+//! Limits and timeouts (each defaults to the server's own value: see --print-config):
+//!   --max-message-size <SIZE>          The largest message accepted: a stdio line or an HTTP body [env: MCP_MAX_MESSAGE_SIZE=]
+//!   --max-in-flight <N>                Handlers running at once, across all clients [env: MCP_MAX_IN_FLIGHT=]
+//!   --call-timeout <DURATION>          How long a tool, resource or prompt handler may run [env: MCP_CALL_TIMEOUT=]
+//!   --request-state-ttl <DURATION>     How long a sealed 2026-07-28 requestState stays valid [env: MCP_REQUEST_STATE_TTL=]
+//!   ... one for each limit: the README's Security section has the table
 //! ```
 //!
 //! # Transports
@@ -43,16 +44,50 @@
 //!   beside it.
 //! - `sse`: the legacy HTTP+SSE transport alone (2024-11-05 clients).
 //!
-//! The network transports bind `127.0.0.1:8080` unless `--bind` says otherwise, check
-//! `Host` and `Origin` on every request (see [`crate::transport::http`]), and stop
-//! gracefully on Ctrl-C or SIGTERM. They refuse to boot in production (`MCP_ENV` unset or
-//! not `development`/`dev`/`test`) unless the server configures a tool authorizer and a
-//! read authorizer: the refusal says what is missing, on stderr, and the process exits
-//! with status 1. `--allow-unauthorized-for-local-development` overrides that refusal for
-//! a server on your own machine; it is logged loudly on every boot. Never use it in
-//! production.
+//! The network transports bind `127.0.0.1:8080` unless `--bind` (or `--port N`, for
+//! `127.0.0.1:N`) says otherwise, check `Host` and `Origin` on every request (see
+//! [`crate::transport::http`]), and stop gracefully on Ctrl-C or SIGTERM.
 //!
 //! stdout carries protocol messages only; logs go to stderr.
+//!
+//! # The boot guard
+//!
+//! The network transports refuse to boot unless the server has a tool authorizer chosen by
+//! a person and a read authorizer: the refusal says what is missing, on stderr, and the
+//! process exits with status 1 (see [`crate::auth::deployment`]). Two flags, and nothing
+//! else, change that:
+//!
+//! - `--allow-unauthorized-for-local-development`
+//!   (`MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT=1`) lifts the guard for a server on
+//!   your own machine. Every boot logs a WARN naming the flag (or the variable) and what it
+//!   leaves unguarded. Never use it in production.
+//! - A lifted guard serves loopback addresses only: binding any other address is refused
+//!   at boot unless `--allow-unauthorized-on-network` (`MCP_ALLOW_UNAUTHORIZED_ON_NETWORK=1`)
+//!   says so too, which is also logged on every boot.
+//!
+//! `MCP_ENV` and `MCP_REQUIRE_AUTHORIZATION` no longer lift it; a refusal mentions either
+//! when it is set.
+//!
+//! # Limits and timeouts
+//!
+//! Every limit and timeout of [`ServerConfig`](crate::server::ServerConfig) and
+//! [`HttpConfig`] has a flag and a variable named after it (`call_timeout`:
+//! `--call-timeout`, `MCP_CALL_TIMEOUT`). Durations are written `300ms`, `60s`, `10m` or
+//! `1h 30m`; sizes `65536`, `512KiB` or `4MiB`. The value the server sets in code is the
+//! default; the command line changes it for one run, up to the ceiling the author set with
+//! [`Setup::ceiling`] (going above one is a boot error naming the flag, the value and the
+//! ceiling). `--print-config` prints every setting as it would run, in TOML's syntax, with
+//! where each came from:
+//!
+//! ```text
+//! $ MCP_CALL_TIMEOUT=90s files --root . --port 3000 --print-config
+//! # The settings this server would run with; after each, where it came from.
+//! transport = "stdio"                               # default
+//! bind = "127.0.0.1:3000"                           # --port
+//! ...
+//! max_message_size = "4MiB"                         # default; at most 16MiB
+//! call_timeout = "1m 30s"                           # MCP_CALL_TIMEOUT; at most 10m
+//! ```
 //!
 //! # Several replicas
 //!
@@ -63,12 +98,18 @@
 //! `MCP_STATE_KEY` gives one (generate it once, e.g. `openssl rand -hex 32`). A key is also
 //! accepted without Redis: states then survive a restart.
 //!
-//! A binary with options of its own:
+//! # A binary with options of its own
+//!
+//! Flatten [`Options`] into your own parser. The command line is built with clap 4 (the
+//! `derive` and `env` features), re-exported as [`mcp::cli::clap`]: bring it into
+//! scope as `clap` and derive with it, with no clap dependency of your own to keep in step.
+//! Your parser's doc comment (or `about`) is the program's description in `--help`.
 //!
 //! ```no_run
-//! use clap::Parser;
-//! # fn server() -> mcp::Server { mcp::Server::builder("x", "1").build().unwrap() }
+//! use mcp::cli::clap::{self, Parser};
+//! # fn server_builder() -> mcp::ServerBuilder { mcp::Server::builder("x", "1") }
 //!
+//! /// Serves the files under one directory.
 //! #[derive(Parser)]
 //! #[command(version)]
 //! struct Args {
@@ -82,9 +123,14 @@
 //! fn main() -> std::process::ExitCode {
 //!     let args = Args::parse();
 //!     // ... use args.root ...
-//!     args.mcp.run(mcp::Transport::Stdio, server)
+//!     args.mcp.run(mcp::Transport::Stdio, server_builder)
 //! }
 //! ```
+//!
+//! Hand [`Options::run`] (or [`main`]) the server's builder, as `server!`'s `server_builder`
+//! gives it, so the limits can be applied; a built [`Server`] is served as it is. To give
+//! the network transports an [`HttpConfig`] of your own, or to cap what the command line
+//! may set, hand it a [`Setup`].
 
 mod limits;
 mod setup;
@@ -827,8 +873,8 @@ mod tests {
         assert_eq!(cli.options.bind, "127.0.0.1:8080".parse().unwrap());
     }
 
-    // The parser of the module docs' "binary with options of its own" example, as written
-    // there: no doc comment, so no description of its own.
+    // The parser of the module docs' "binary with options of its own" example, without its
+    // doc comment: no description of its own, and the framework's must not stand in.
     #[derive(Parser)]
     #[command(name = "files", version)]
     struct OwnArgs {

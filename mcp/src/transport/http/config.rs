@@ -15,7 +15,7 @@ pub const DEFAULT_ALLOWED_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"]
 ///
 /// Every setting has a default meant for a server on the local machine: loopback hosts and
 /// origins only, bounded sessions, bodies and headers, and no authentication (which the
-/// boot guard refuses in production unless authorizers are configured). Build it with the
+/// boot guard refuses unless authorizers are configured). Build it with the
 /// chained setters:
 ///
 /// ```
