@@ -775,11 +775,23 @@ mod tests {
         }
     }
 
+    /// Applies `args` to the framework's defaults (with `http` as the binary's HTTP
+    /// settings), within `ceilings`; `fixed` as for an already built server.
+    fn tuned(
+        args: &[&str],
+        http: HttpConfig,
+        ceilings: &[(&'static str, Amount)],
+        fixed: bool,
+    ) -> Result<(ServerConfig, HttpConfig, Vec<Effective>), String> {
+        let (mut s, mut h) = (ServerConfig::default(), http);
+        let given = parse(args).map_err(|e| e.to_string())?;
+        apply(&given, ceilings, fixed, &mut s, &mut h).map(|eff| (s, h, eff))
+    }
+
     #[test]
     fn flags_and_variables_set_limits_and_bad_values_name_the_flag() {
-        let l = parse(&["x", "--call-timeout", "300ms", "--max-message-size", "1MiB"]).unwrap();
-        let (mut s, mut h) = (ServerConfig::default(), HttpConfig::new());
-        let eff = apply(&l, &[], false, &mut s, &mut h).unwrap();
+        let args = ["x", "--call-timeout", "300ms", "--max-message-size", "1MiB"];
+        let (s, _, eff) = tuned(&args, HttpConfig::new(), &[], false).unwrap();
         assert_eq!(s.call_timeout, Duration::from_millis(300));
         assert_eq!(s.max_message_size, 1 << 20);
         assert_eq!(s.max_in_flight, 256, "untouched");
@@ -812,29 +824,26 @@ mod tests {
             ("call_timeout", Amount::Time(Duration::from_secs(600))),
             ("max_sessions", Amount::Count(200)),
         ];
-        let run = |args: &[&str]| {
-            let (mut s, mut h) = (ServerConfig::default(), HttpConfig::new());
-            apply(&parse(args).unwrap(), &ceilings, false, &mut s, &mut h).map(|_| (s, h))
-        };
-        let (s, h) = run(&["x", "--call-timeout", "10m", "--max-sessions", "50"]).unwrap();
+        let run = |args: &[&str], http| tuned(args, http, &ceilings, false);
+        let args = ["x", "--call-timeout", "10m", "--max-sessions", "50"];
+        let (s, h, _) = run(&args, HttpConfig::new()).unwrap();
         assert_eq!(s.call_timeout, Duration::from_secs(600));
         assert_eq!(h.max_sessions, 50);
-        let e = run(&["x", "--call-timeout", "11m"]).unwrap_err();
+        let e = run(&["x", "--call-timeout", "11m"], HttpConfig::new()).unwrap_err();
         assert_eq!(
             e,
             "--call-timeout 11m is above the ceiling this server sets for call_timeout: at most 10m"
         );
-        let e = run(&["x", "--max-completion-values", "500"]).unwrap_err();
+        let e = run(&["x", "--max-completion-values", "500"], HttpConfig::new()).unwrap_err();
         assert_eq!(
             e,
             "--max-completion-values 500 is above the protocol's limit: at most 100"
         );
         // The framework's default max_sessions (1000) is above this ceiling: the ceiling
         // becomes the default. A value the author set in code above it is an error.
-        let (_, h) = run(&["x"]).unwrap();
+        let (_, h, _) = run(&["x"], HttpConfig::new()).unwrap();
         assert_eq!(h.max_sessions, 200);
-        let (mut s, mut h) = (ServerConfig::default(), HttpConfig::new().max_sessions(500));
-        let e = apply(&Limits::default(), &ceilings, false, &mut s, &mut h).unwrap_err();
+        let e = run(&["x"], HttpConfig::new().max_sessions(500)).unwrap_err();
         assert_eq!(
             e,
             "max_sessions = 500 (set in code) is above the ceiling this server sets for max_sessions: at most 200"
@@ -843,45 +852,28 @@ mod tests {
 
     #[test]
     fn a_ceiling_for_no_limit_or_of_the_wrong_kind_is_refused() {
-        let (mut s, mut h) = (ServerConfig::default(), HttpConfig::new());
-        let l = Limits::default();
-        let e = apply(
-            &l,
-            &[("call_timout", Amount::Count(1))],
-            false,
-            &mut s,
-            &mut h,
-        )
-        .unwrap_err();
+        let ceiling = |name| [(name, Amount::Count(1))];
+        let e = tuned(&["x"], HttpConfig::new(), &ceiling("call_timout"), false).unwrap_err();
         assert!(e.contains("no limit named \"call_timout\""), "{e}");
         assert!(e.contains("call_timeout"), "{e}");
-        let e = apply(
-            &l,
-            &[("call_timeout", Amount::Count(1))],
-            false,
-            &mut s,
-            &mut h,
-        )
-        .unwrap_err();
+        let e = tuned(&["x"], HttpConfig::new(), &ceiling("call_timeout"), false).unwrap_err();
         assert!(e.contains("must be a Duration"), "{e}");
     }
 
     #[test]
     fn a_built_server_takes_http_limits_but_not_its_own() {
-        let (mut s, mut h) = (ServerConfig::default(), HttpConfig::new());
-        let l = parse(&["x", "--max-sessions", "5"]).unwrap();
-        assert!(apply(&l, &[], true, &mut s, &mut h).is_ok());
+        let args = ["x", "--max-sessions", "5"];
+        let (_, h, _) = tuned(&args, HttpConfig::new(), &[], true).unwrap();
         assert_eq!(h.max_sessions, 5);
-        let l = parse(&["x", "--call-timeout", "5s"]).unwrap();
-        let e = apply(&l, &[], true, &mut s, &mut h).unwrap_err();
+        let args = ["x", "--call-timeout", "5s"];
+        let e = tuned(&args, HttpConfig::new(), &[], true).unwrap_err();
         assert!(e.contains("--call-timeout 5s cannot be applied"), "{e}");
     }
 
     #[test]
     fn shutdown_grace_reaches_both_transports() {
-        let (mut s, mut h) = (ServerConfig::default(), HttpConfig::new());
-        let l = parse(&["x", "--shutdown-grace", "250ms"]).unwrap();
-        apply(&l, &[], false, &mut s, &mut h).unwrap();
+        let args = ["x", "--shutdown-grace", "250ms"];
+        let (s, h, _) = tuned(&args, HttpConfig::new(), &[], false).unwrap();
         assert_eq!(s.shutdown_grace, Duration::from_millis(250));
         assert_eq!(h.shutdown_grace, Duration::from_millis(250));
     }
