@@ -441,8 +441,8 @@ async fn a_lifted_guard_serves_loopback_only_unless_a_second_setting_says_otherw
     }
 }
 
-#[test]
-fn port_is_a_loopback_shorthand_that_conflicts_with_bind() {
+#[tokio::test]
+async fn port_is_a_loopback_shorthand_that_conflicts_with_bind() {
     let server = Listening::start_as(
         QUICKSTART,
         &[
@@ -455,6 +455,14 @@ fn port_is_a_loopback_shorthand_that_conflicts_with_bind() {
         &[],
     );
     assert!(server.addr.ip().is_loopback(), "{}", server.addr);
+    let sum = ModernHttp::new(server.url("/mcp"))
+        .request(
+            json!(1),
+            "tools/call",
+            json!({"name": "add", "arguments": {"a": 1, "b": 2}}),
+        )
+        .await;
+    assert_eq!(sum["result"]["content"][0]["text"], "3");
     assert!(server.stop().0);
     let out = run(
         QUICKSTART,
