@@ -11,7 +11,11 @@ use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::OnceLock;
 
-use clap::Parser;
+use std::time::Duration;
+
+// The command line's own clap, re-exported: no clap dependency to keep in step.
+use mcp::cli::Setup;
+use mcp::cli::clap::{self, Parser};
 use mcp::prelude::*;
 use serde::Serialize;
 
@@ -20,13 +24,11 @@ const MAX_READ: u64 = 1024 * 1024;
 
 static ROOT: OnceLock<PathBuf> = OnceLock::new();
 
-/// Command line: the root directory, plus every option of `mcp::cli` (--transport, --list…).
+// Command line: the root directory, plus every option of `mcp::cli` (--transport, --list,
+// the limits…). The doc comment below is what `--help` says the program does.
+/// Serves the files under one directory over MCP.
 #[derive(Parser)]
-#[command(
-    name = "files",
-    version,
-    about = "Serves the files under one directory over MCP."
-)]
+#[command(name = "files", version)]
 struct Args {
     /// The directory to serve; nothing outside it can be listed, read or deleted.
     #[arg(long, env = "FILES_ROOT", value_name = "DIR")]
@@ -222,7 +224,13 @@ fn main() -> ExitCode {
         }
     };
     let _ = ROOT.set(root);
-    args.mcp.run(Transport::Stdio, server)
+    args.mcp.run(Transport::Stdio, || {
+        // Operators tune the limits from the command line (--call-timeout 30s) or the
+        // environment (MCP_CALL_TIMEOUT=30s), never beyond these ceilings.
+        Setup::from(server_builder())
+            .ceiling("call_timeout", Duration::from_secs(600))
+            .ceiling("max_message_size", 16 << 20)
+    })
 }
 
 #[cfg(test)]

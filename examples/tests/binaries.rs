@@ -54,6 +54,16 @@ fn help_and_version_describe_the_command_line() {
         "MCP_LEGACY_SSE",
         "--allow-unauthorized-for-local-development",
         "MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT",
+        "--allow-unauthorized-on-network",
+        "MCP_ALLOW_UNAUTHORIZED_ON_NETWORK",
+        "--port",
+        "MCP_PORT",
+        "--print-config",
+        "Limits and timeouts",
+        "--call-timeout <DURATION>",
+        "MCP_CALL_TIMEOUT",
+        "--max-message-size <SIZE>",
+        "--request-state-ttl",
     ] {
         assert!(help.contains(expected), "{expected} missing from:\n{help}");
     }
@@ -231,6 +241,27 @@ fn quickstart_serves_on_stdio_with_logs_on_stderr_only() {
     assert!(stderr.contains("serving quickstart"), "{stderr}");
 }
 
+#[test]
+fn a_limit_from_the_command_line_is_the_one_the_server_enforces() {
+    let mut s = Session::start(QUICKSTART, &["--max-message-size", "1KiB"]);
+    s.initialize(json!({}));
+    s.call(1, "echo", json!({"phrase": "x".repeat(2000), "times": 1}));
+    // Too large to read, so answered without an id.
+    let r = s.receive();
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("1024-byte limit"),
+        "{r}"
+    );
+    s.call(2, "add", json!({"a": 1, "b": 1}));
+    let (r, _) = s.response(2);
+    assert_eq!(r["result"]["content"][0]["text"], "2", "it reads on");
+    assert!(s.finish().0);
+}
+
 struct Sandbox(PathBuf);
 
 impl Sandbox {
@@ -280,6 +311,92 @@ fn files_needs_a_root() {
         .find(|t| t["name"] == "delete_file")
         .unwrap();
     assert_eq!(delete["annotations"]["destructiveHint"], true);
+}
+
+#[test]
+fn a_binary_with_options_of_its_own_describes_itself_in_help() {
+    let out = run(FILES, &["--help"], &[]);
+    assert!(out.status.success());
+    let help = text(&out.stdout);
+    assert!(
+        help.starts_with("Serves the files under one directory over MCP\n\nUsage: files"),
+        "{help}"
+    );
+    assert!(!help.contains("every server binary"), "{help}");
+    assert!(help.contains("--call-timeout"), "{help}");
+}
+
+#[test]
+fn limits_come_from_flags_and_variables_within_the_servers_ceilings() {
+    let sandbox = Sandbox::new("limits");
+    let root = root_arg(&sandbox.root());
+    let out = run(
+        FILES,
+        &[
+            "--root",
+            &root,
+            "--print-config",
+            "--max-sessions",
+            "50",
+            "--port",
+            "3000",
+        ],
+        &[("MCP_CALL_TIMEOUT", "90s")],
+    );
+    let config = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let line = |name: &str| {
+        config
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} = ")))
+            .unwrap_or_else(|| panic!("no {name} in:\n{config}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(line("bind"), "bind = \"127.0.0.1:3000\" # --port");
+    assert_eq!(
+        line("call_timeout"),
+        "call_timeout = \"1m 30s\" # MCP_CALL_TIMEOUT; at most 10m"
+    );
+    assert_eq!(line("max_sessions"), "max_sessions = 50 # --max-sessions");
+    assert_eq!(
+        line("max_message_size"),
+        "max_message_size = \"4MiB\" # default; at most 16MiB"
+    );
+    assert_eq!(
+        line("request_state_ttl"),
+        "request_state_ttl = \"10m\" # default"
+    );
+
+    // Above the ceiling the author set: a boot error naming the flag, the value and the
+    // ceiling, from the command line and from the variable alike.
+    for (args, env, said) in [
+        (vec!["--call-timeout", "11m"], vec![], "--call-timeout 11m"),
+        (
+            vec![],
+            vec![("MCP_MAX_MESSAGE_SIZE", "64MiB")],
+            "MCP_MAX_MESSAGE_SIZE=64MiB",
+        ),
+    ] {
+        let mut all = vec!["--root", root.as_str(), "--print-config"];
+        all.extend(args);
+        let out = run(FILES, &all, &env);
+        assert_eq!(out.status.code(), Some(1));
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!("error: {said} is above the ceiling")),
+            "{err}"
+        );
+        assert!(err.contains("at most"), "{err}");
+        assert!(out.stdout.is_empty());
+    }
+    // A value that cannot be read is a usage error naming the flag.
+    let out = run(FILES, &["--root", &root, "--call-timeout", "soon"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("'--call-timeout <DURATION>'"), "{err}");
+    assert!(err.contains("300ms"), "{err}");
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! The example binaries over the network transports, as a user runs them:
 //! `--transport http` (both protocol eras on `/mcp`, the legacy routes beside it with
-//! `--legacy-sse`), `--transport sse`, `--bind`, and the boot guard that refuses to serve
-//! without authorization in production unless `--allow-unauthorized-for-local-development`
-//! says otherwise. Every MCP message is checked against the official schema of its
+//! `--legacy-sse`), `--transport sse`, `--bind` and `--port`, and the boot guard that
+//! refuses to serve without authorization unless `--allow-unauthorized-for-local-development`
+//! says otherwise (on loopback only, unless `--allow-unauthorized-on-network` says so too). Every MCP message is checked against the official schema of its
 //! revision by the `mcp_tests` clients.
 
 use std::io::{BufRead, BufReader};
@@ -15,12 +15,16 @@ use mcp_tests::http::{McpHttp, ModernHttp, SseReader, plain_client};
 use serde_json::{Value, json};
 
 const QUICKSTART: &str = env!("CARGO_BIN_EXE_quickstart");
+/// The variable that lifts the boot guard: the example servers choose no read authorizer.
+const LIFT: &str = "MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT";
 const FILES: &str = env!("CARGO_BIN_EXE_files");
 
 /// Environment variables that would change what these tests see.
-const CLEARED: [&str; 9] = [
+const CLEARED: [&str; 11] = [
     "MCP_TRANSPORT",
     "MCP_BIND",
+    "MCP_PORT",
+    "MCP_ALLOW_UNAUTHORIZED_ON_NETWORK",
     "MCP_LIST",
     "MCP_LOG_LEVEL",
     "MCP_LEGACY_SSE",
@@ -73,7 +77,12 @@ impl Listening {
     fn start(bin: &str, args: &[&str], env: &[(&str, &str)]) -> Listening {
         let mut all = args.to_vec();
         all.extend(["--bind", "127.0.0.1:0"]);
-        let mut child = command(bin, &all, env)
+        Listening::start_as(bin, &all, env)
+    }
+
+    /// Starts `bin` with exactly `args` and waits for the line naming its address.
+    fn start_as(bin: &str, args: &[&str], env: &[(&str, &str)]) -> Listening {
+        let mut child = command(bin, args, env)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -137,11 +146,7 @@ fn text(bytes: &[u8]) -> String {
 
 #[tokio::test]
 async fn quickstart_serves_both_eras_over_http() {
-    let server = Listening::start(
-        QUICKSTART,
-        &["--transport", "http"],
-        &[("MCP_ENV", "development")],
-    );
+    let server = Listening::start(QUICKSTART, &["--transport", "http"], &[(LIFT, "1")]);
     assert!(
         server.seen.iter().any(|l| l.contains("/mcp")),
         "{:?}",
@@ -224,7 +229,7 @@ async fn the_legacy_sse_transport_beside_http_or_alone() {
     let beside = Listening::start(
         QUICKSTART,
         &["--transport", "http"],
-        &[("MCP_ENV", "development"), ("MCP_LEGACY_SSE", "1")],
+        &[(LIFT, "1"), ("MCP_LEGACY_SSE", "1")],
     );
     assert!(
         legacy_endpoint(&beside.url("/sse"))
@@ -235,11 +240,7 @@ async fn the_legacy_sse_transport_beside_http_or_alone() {
     modern.request(json!(1), "tools/list", json!({})).await;
     assert!(beside.stop().0);
 
-    let alone = Listening::start(
-        QUICKSTART,
-        &["--transport", "sse"],
-        &[("MCP_ENV", "development")],
-    );
+    let alone = Listening::start(QUICKSTART, &["--transport", "sse"], &[(LIFT, "1")]);
     let r = plain_client()
         .get(alone.url("/sse"))
         .header("accept", "text/event-stream")
@@ -291,7 +292,7 @@ async fn the_legacy_sse_transport_beside_http_or_alone() {
 }
 
 #[test]
-fn the_boot_guard_refuses_production_without_authorization() {
+fn the_boot_guard_refuses_to_serve_without_authorization() {
     for (bin, args) in [
         (
             QUICKSTART,
@@ -302,7 +303,6 @@ fn the_boot_guard_refuses_production_without_authorization() {
             vec!["--transport", "sse", "--bind", "127.0.0.1:0"],
         ),
     ] {
-        // No MCP_ENV: production.
         let out = run(bin, &args, &[]);
         assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
         let err = text(&out.stderr);
@@ -319,18 +319,11 @@ fn the_boot_guard_refuses_production_without_authorization() {
         assert!(!err.contains("listening"), "nothing was bound: {err}");
         assert!(out.stdout.is_empty());
     }
-    // An environment that is not development or test is production too.
-    let out = run(
-        QUICKSTART,
-        &["--transport", "http", "--bind", "127.0.0.1:0"],
-        &[("MCP_ENV", "staging")],
-    );
-    assert_eq!(out.status.code(), Some(1));
 }
 
 #[tokio::test]
-async fn the_opt_out_boots_in_production_and_says_so() {
-    for (args, env) in [
+async fn the_opt_out_boots_and_warns_naming_the_setting_and_what_is_unguarded() {
+    for (args, env, setting) in [
         (
             vec![
                 "--transport",
@@ -338,10 +331,12 @@ async fn the_opt_out_boots_in_production_and_says_so() {
                 "--allow-unauthorized-for-local-development",
             ],
             vec![],
+            "--allow-unauthorized-for-local-development",
         ),
         (
             vec!["--transport", "http"],
             vec![("MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT", "1")],
+            "MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT",
         ),
     ] {
         let server = Listening::start(QUICKSTART, &args, &env);
@@ -356,12 +351,135 @@ async fn the_opt_out_boots_in_production_and_says_so() {
         assert_eq!(sum["result"]["content"][0]["text"], "2");
         let (clean, _, stderr) = server.stop();
         assert!(clean);
+        let warning = stderr
+            .lines()
+            .find(|l| l.contains("BOOT GUARD LIFTED"))
+            .unwrap_or_else(|| panic!("no warning in:\n{stderr}"));
+        assert!(warning.contains("WARN"), "{warning}");
         assert!(
-            stderr.contains("allow_unauthorized_for_local_development is ON"),
-            "{stderr}"
+            warning.contains(&format!("LIFTED by {setting}:")),
+            "{warning}"
         );
-        assert!(stderr.contains("BOOT GUARD BYPASSED"), "{stderr}");
+        assert!(
+            warning.contains("tools without an authorizer a person chose"),
+            "{warning}"
+        );
+        assert!(warning.contains("without a read authorizer"), "{warning}");
     }
+}
+
+#[test]
+fn mcp_env_and_require_authorization_no_longer_lift_the_boot_guard() {
+    for (var, value) in [
+        ("MCP_ENV", "development"),
+        ("MCP_ENV", "dev"),
+        ("MCP_ENV", "test"),
+        ("MCP_REQUIRE_AUTHORIZATION", "false"),
+    ] {
+        let out = run(
+            QUICKSTART,
+            &["--transport", "http", "--bind", "127.0.0.1:0"],
+            &[(var, value)],
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{var}={value}: {err}");
+        assert!(err.contains("refuses to boot"), "{err}");
+        assert!(
+            err.contains(&format!(
+                "{var}={value} is set; it no longer lifts the boot guard"
+            )),
+            "{err}"
+        );
+        assert!(!err.contains("listening"), "nothing was bound: {err}");
+    }
+}
+
+#[tokio::test]
+async fn a_lifted_guard_serves_loopback_only_unless_a_second_setting_says_otherwise() {
+    let lifted = [
+        "--transport",
+        "http",
+        "--allow-unauthorized-for-local-development",
+    ];
+    let mut args = lifted.to_vec();
+    args.extend(["--bind", "0.0.0.0:0"]);
+    let out = run(QUICKSTART, &args, &[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("refusing to listen on 0.0.0.0:0"), "{err}");
+    assert!(
+        err.contains("lifted by --allow-unauthorized-for-local-development"),
+        "{err}"
+    );
+    assert!(err.contains("--port PORT"), "{err}");
+    assert!(
+        err.contains("--allow-unauthorized-on-network (MCP_ALLOW_UNAUTHORIZED_ON_NETWORK=1)"),
+        "{err}"
+    );
+    assert!(!err.contains("listening"), "nothing was bound: {err}");
+
+    // The second setting, from the command line or its variable: served, and said so.
+    for (extra, env) in [
+        (vec!["--allow-unauthorized-on-network"], vec![]),
+        (vec![], vec![("MCP_ALLOW_UNAUTHORIZED_ON_NETWORK", "1")]),
+    ] {
+        let mut all = args.clone();
+        all.extend(extra);
+        let server = Listening::start_as(QUICKSTART, &all, &env);
+        let url = format!("http://127.0.0.1:{}/mcp", server.addr.port());
+        let sum = ModernHttp::new(url)
+            .request(
+                json!(1),
+                "tools/call",
+                json!({"name": "add", "arguments": {"a": 2, "b": 3}}),
+            )
+            .await;
+        assert_eq!(sum["result"]["content"][0]["text"], "5");
+        let (clean, _, stderr) = server.stop();
+        assert!(clean);
+        assert!(stderr.contains("beyond loopback"), "{stderr}");
+    }
+}
+
+#[tokio::test]
+async fn port_is_a_loopback_shorthand_that_conflicts_with_bind() {
+    let server = Listening::start_as(
+        QUICKSTART,
+        &[
+            "--transport",
+            "http",
+            "--port",
+            "0",
+            "--allow-unauthorized-for-local-development",
+        ],
+        &[],
+    );
+    assert!(server.addr.ip().is_loopback(), "{}", server.addr);
+    let sum = ModernHttp::new(server.url("/mcp"))
+        .request(
+            json!(1),
+            "tools/call",
+            json!({"name": "add", "arguments": {"a": 1, "b": 2}}),
+        )
+        .await;
+    assert_eq!(sum["result"]["content"][0]["text"], "3");
+    assert!(server.stop().0);
+    let out = run(
+        QUICKSTART,
+        &[
+            "--transport",
+            "http",
+            "--port",
+            "0",
+            "--bind",
+            "127.0.0.1:0",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("--port"), "{err}");
+    assert!(err.contains("cannot be used with"), "{err}");
 }
 
 #[tokio::test]
@@ -374,7 +492,7 @@ async fn files_asks_before_deleting_over_http() {
     let server = Listening::start(
         FILES,
         &["--root", &root, "--transport", "http"],
-        &[("MCP_ENV", "development")],
+        &[(LIFT, "1")],
     );
     let c = ModernHttp::new(server.url("/mcp")).with_capabilities(json!({"elicitation": {}}));
     let read = c

@@ -27,7 +27,7 @@ fn app() -> &'static Router {
     static APP: OnceLock<Router> = OnceLock::new();
     APP.get_or_init(|| {
         let config = HttpConfig::new()
-            .deployment(mcp::auth::deployment::Deployment::new(Some("test"), None))
+            .allow_unauthorized_for_local_development(true)
             .legacy_sse(true)
             .allow_sessionless_requests(true)
             .max_sessions(64);

@@ -442,10 +442,10 @@ impl McpHttp {
     }
 }
 
-/// A server with the boot guard satisfied for tests (a test environment), every request
-/// allowed.
+/// The HTTP settings most tests use: the boot guard lifted (their servers choose no
+/// authorizers), on loopback.
 pub fn test_config() -> HttpConfig {
-    HttpConfig::new().deployment(mcp::auth::deployment::Deployment::new(Some("test"), None))
+    HttpConfig::new().allow_unauthorized_for_local_development(true)
 }
 
 /// The server most HTTP tests run, and what its tools report.

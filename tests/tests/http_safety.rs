@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use mcp::Server;
-use mcp::auth::deployment::Deployment;
 use mcp::registry::ToolDef;
 use mcp::transport::http::{self, HttpConfig, HttpError, NoDelayListener};
 use mcp_tests::http::{HttpTestServer, SseReader, fixture, plain_client, test_config, with_header};
@@ -190,13 +189,9 @@ fn server(authorizer: bool, read_authorizer: bool) -> Server {
     b.build().unwrap()
 }
 
-fn production() -> HttpConfig {
-    HttpConfig::new().deployment(Deployment::new(Some("production"), None))
-}
-
 #[tokio::test]
 async fn the_boot_guard_refuses_production_without_authorizers_and_says_how_to_fix_it() {
-    let err = http::router(server(false, false), production()).unwrap_err();
+    let err = http::router(server(false, false), HttpConfig::new()).unwrap_err();
     let HttpError::Refused(refusal) = &err else {
         panic!("expected a refusal, got {err:?}");
     };
@@ -217,14 +212,14 @@ async fn the_boot_guard_refuses_production_without_authorizers_and_says_how_to_f
     );
 
     // One missing seam is enough to refuse, and the message names only that one.
-    let text = http::router(server(true, false), production())
+    let text = http::router(server(true, false), HttpConfig::new())
         .unwrap_err()
         .to_string();
     assert!(
         text.contains("no read authorizer") && !text.contains("for tools"),
         "{text}"
     );
-    let text = http::router(server(false, true), production())
+    let text = http::router(server(false, true), HttpConfig::new())
         .unwrap_err()
         .to_string();
     assert!(
@@ -237,9 +232,9 @@ async fn the_boot_guard_refuses_production_without_authorizers_and_says_how_to_f
         .read_authorizer(mcp::auth::allow_all())
         .build()
         .unwrap();
-    assert!(http::router(fallback, production()).is_err());
+    assert!(http::router(fallback, HttpConfig::new()).is_err());
     // The legacy transport has the same guard.
-    let text = mcp::transport::sse::router(server(false, false), production())
+    let text = mcp::transport::sse::router(server(false, false), HttpConfig::new())
         .unwrap_err()
         .to_string();
     assert!(
@@ -249,38 +244,39 @@ async fn the_boot_guard_refuses_production_without_authorizers_and_says_how_to_f
     // serve() refuses before binding anything.
     let err = http::serve(
         server(false, false),
-        production(),
+        HttpConfig::new(),
         "127.0.0.1:0".parse().unwrap(),
     )
     .await
     .unwrap_err();
     assert!(matches!(err, HttpError::Refused(_)));
 
-    // Configured authorizers boot; so does a development environment; so does the
-    // explicit opt-out.
-    assert!(http::router(server(true, true), production()).is_ok());
+    // Configured authorizers boot; so does the explicit opt-out, on loopback only unless a
+    // second setting says otherwise.
+    assert!(http::router(server(true, true), HttpConfig::new()).is_ok());
+    let lifted = HttpConfig::new().allow_unauthorized_for_local_development(true);
+    assert!(http::router(server(false, false), lifted.clone()).is_ok());
+    let err = http::serve(
+        server(false, false),
+        lifted.clone(),
+        "0.0.0.0:0".parse().unwrap(),
+    )
+    .await
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("refusing to listen on 0.0.0.0:0"), "{text}");
     assert!(
-        http::router(
-            server(false, false),
-            HttpConfig::new().deployment(Deployment::new(Some("development"), None))
-        )
-        .is_ok()
+        text.contains("HttpConfig::allow_unauthorized_on_network(true)"),
+        "{text}"
     );
-    assert!(
-        http::router(
-            server(false, false),
-            production().allow_unauthorized_for_local_development(true)
-        )
-        .is_ok()
-    );
-    // The override variable can require authorization even in development.
-    assert!(
-        http::router(
-            server(false, false),
-            HttpConfig::new().deployment(Deployment::new(Some("dev"), Some("true")))
-        )
-        .is_err()
-    );
+    let bound = http::bind(
+        server(false, false),
+        lifted.allow_unauthorized_on_network(true),
+        "0.0.0.0:0".parse().unwrap(),
+    )
+    .await
+    .expect("told twice, it listens beyond loopback");
+    drop(bound);
 }
 
 #[tokio::test]

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp::auth::deployment::Deployment;
 use mcp::auth::{
     self, AuthRequest, AuthorizerSource, Decision, Seam, allow_all, allowlist, deny_all, policy,
     policy_async,
@@ -459,94 +458,49 @@ fn authorization_configured_needs_an_authorizer_chosen_by_a_person() {
     assert!(!s.authorization_configured());
 }
 
-#[test]
-fn deployment_production_fails_closed_for_unidentified_environments() {
-    // Nothing set, or anything not identifiably dev/test (a release, staging): production.
-    for env in [None, Some("release"), Some("staging"), Some("")] {
-        assert!(Deployment::new(env, None).production(), "{env:?}");
-        assert!(
-            Deployment::new(env, None).require_authorization(),
-            "{env:?}"
-        );
-    }
-    for env in ["dev", "development", "test", "TEST"] {
-        assert!(!Deployment::new(Some(env), None).production(), "{env}");
-    }
+/// The network boot guard (seed: `Deployment.enforce_*`), seen through the legacy SSE
+/// transport it guards. There is no environment in which it relaxes by itself: only the
+/// explicit opt-out lifts it (see `http_safety.rs` and the examples' network tests).
+fn sse_boots(server: Server) -> Result<(), String> {
+    let config = mcp::transport::http::HttpConfig::new();
+    mcp::transport::sse::router(server, config)
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 #[test]
-fn deployment_require_authorization_honours_the_override() {
-    assert!(!Deployment::new(Some("test"), None).require_authorization());
-    assert!(Deployment::new(Some("test"), Some("true")).require_authorization());
-    assert!(!Deployment::new(None, Some("false")).require_authorization());
-    // An override that cannot be read requires authorization.
-    assert!(Deployment::new(Some("test"), Some("perhaps")).require_authorization());
-}
-
-#[test]
-fn deployment_enforce_refuses_only_when_required_and_unconfigured() {
-    let test = Deployment::new(Some("test"), None);
+fn deployment_enforce_refuses_only_when_unconfigured() {
+    let bare = Server::builder("s", "0").tool(add_tool()).build().unwrap();
+    let err = sse_boots(bare).unwrap_err();
     assert!(
-        test.enforce_authorization(false, "MCP SSE transport")
-            .is_ok()
-    );
-    assert!(
-        test.enforce_read_authorization(false, "MCP SSE transport")
-            .is_ok()
-    );
-
-    let prod = Deployment::new(None, None);
-    assert!(
-        prod.enforce_authorization(true, "MCP SSE transport")
-            .is_ok()
-    );
-    assert!(
-        prod.enforce_read_authorization(true, "MCP SSE transport")
-            .is_ok()
-    );
-    let err = prod
-        .enforce_authorization(false, "MCP SSE transport")
-        .unwrap_err();
-    assert!(
-        err.message()
-            .starts_with("MCP SSE transport refuses to boot"),
+        err.contains("MCP HTTP+SSE transport refuses to boot"),
         "{err}"
     );
-    assert!(err.message().contains("MCP_REQUIRE_AUTHORIZATION"), "{err}");
-    let err = prod
-        .enforce_read_authorization(false, "MCP SSE transport")
-        .unwrap_err();
-    assert!(err.message().contains("refuses to boot"), "{err}");
-    assert!(err.message().contains("resources/read"), "{err}");
+    assert!(
+        err.contains("no authorizer is configured for tools"),
+        "{err}"
+    );
+    assert!(err.contains("resources/read"), "{err}");
+    let both = Server::builder("s", "0")
+        .tool(add_tool())
+        .authorizer(allow_all())
+        .read_authorizer(allow_all())
+        .build()
+        .unwrap();
+    assert!(sse_boots(both).is_ok());
 }
 
 #[test]
 fn deployment_guard_uses_the_source_aware_predicate() {
-    let prod = Deployment::new(None, None);
+    // A fallback authorizer is not a decision: the tool gate refuses, the read gate (presence
+    // only) does not.
     let fallback = Server::builder("s", "0")
         .tool(add_tool())
         .fallback_authorizer(deny_all("x"))
         .read_authorizer(allow_all())
         .build()
         .unwrap();
-    assert!(
-        prod.enforce_authorization(fallback.authorization_configured(), "MCP SSE transport")
-            .is_err()
-    );
-    assert!(
-        prod.enforce_read_authorization(
-            fallback.read_authorization_configured(),
-            "MCP SSE transport"
-        )
-        .is_ok()
-    );
-    let chosen = Server::builder("s", "0")
-        .tool(add_tool())
-        .authorizer(allow_all())
-        .build()
-        .unwrap();
-    assert!(
-        prod.enforce_authorization(chosen.authorization_configured(), "MCP SSE transport")
-            .is_ok()
-    );
+    let err = sse_boots(fallback).unwrap_err();
+    assert!(err.contains("for tools"), "{err}");
+    assert!(!err.contains("no read authorizer"), "{err}");
 }

@@ -1,36 +1,37 @@
 //! The command line of a server binary: the `main` that `server!` generates calls
 //! [`main`], and a binary with options of its own flattens [`Options`] into its parser.
+//! Every option has an `MCP_*` environment variable too (`-h` for a summary, `--help` for
+//! all of it):
 //!
 //! ```text
 //! Usage: files [OPTIONS]
 //!
 //! Options:
-//!       --transport <TRANSPORT>
-//!           How clients reach the server [env: MCP_TRANSPORT=] [default: stdio] [possible values: stdio, http, sse]
-//!       --bind <ADDR>
-//!           Address to listen on (http and sse) [env: MCP_BIND=] [default: 127.0.0.1:8080]
-//!       --legacy-sse
-//!           With --transport http, also serve the legacy HTTP+SSE transport [env: MCP_LEGACY_SSE=]
-//!       --allow-unauthorized-for-local-development
-//!           DANGER: serve over the network without the authorization the boot guard requires [env: MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT=]
-//!       --list
-//!           Print the tools, resources, templates and prompts as JSON and exit [env: MCP_LIST=]
-//!       --log-level <FILTER>
-//!           Log filter for stderr: off, error, warn, info, debug, trace, or target=level directives [env: MCP_LOG_LEVEL=] [default: info]
-//!       --allowed-host <HOST>
-//!           Also accept this Host header (name or name:port), beside the loopback names [env: MCP_ALLOWED_HOSTS=]
-//!       --state-key-file <PATH>
-//!           A file holding the key that seals requestState (at least 32 bytes) [env: MCP_STATE_KEY_FILE=]
-//!       --state-key <KEY>
-//!           The key itself (at least 32 characters); prefer MCP_STATE_KEY or a file [env: MCP_STATE_KEY]
-//!       --redis-url <URL>
-//!           Run as one replica of several, sharing state on this Redis server [env: MCP_REDIS_URL]
-//!       --redis-prefix <PREFIX>
-//!           The prefix of this deployment's Redis keys and channels [env: MCP_REDIS_PREFIX=] [default: mcp]
-//!   -h, --help
-//!           Print help (see a summary with '-h')
-//!   -V, --version
-//!           Print version
+//!   --transport <TRANSPORT>  How clients reach the server [env: MCP_TRANSPORT=] [default: stdio] [possible values: stdio, http, sse]
+//!   --bind <ADDR>            Address to listen on (http and sse) [env: MCP_BIND=] [default: 127.0.0.1:8080]
+//!   --port <PORT>            Listen on 127.0.0.1 at this port (http and sse): short for --bind 127.0.0.1:PORT [env: MCP_PORT=]
+//!   --legacy-sse             With --transport http, also serve the legacy HTTP+SSE transport [env: MCP_LEGACY_SSE=]
+//!   --allow-unauthorized-for-local-development
+//!                            DANGER: serve over the network without the authorization the boot guard requires [env: MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT=]
+//!   --allow-unauthorized-on-network
+//!                            DANGER: with the above, also listen on an address beyond loopback [env: MCP_ALLOW_UNAUTHORIZED_ON_NETWORK=]
+//!   --list                   Print the tools, resources, templates and prompts as JSON and exit [env: MCP_LIST=]
+//!   --print-config           Print the effective settings, each with where it came from, and exit [env: MCP_PRINT_CONFIG=]
+//!   --log-level <FILTER>     Log filter for stderr: off, error, warn, info, debug, trace, or target=level directives [env: MCP_LOG_LEVEL=] [default: info]
+//!   --allowed-host <HOST>    Also accept this Host header (name or name:port), beside the loopback names [env: MCP_ALLOWED_HOSTS=]
+//!   --state-key-file <PATH>  A file holding the key that seals requestState (at least 32 bytes) [env: MCP_STATE_KEY_FILE=]
+//!   --state-key <KEY>        The key itself (at least 32 characters); prefer MCP_STATE_KEY or a file [env: MCP_STATE_KEY]
+//!   --redis-url <URL>        Run as one replica of several, sharing state on this Redis server [env: MCP_REDIS_URL]
+//!   --redis-prefix <PREFIX>  The prefix of this deployment's Redis keys and channels [env: MCP_REDIS_PREFIX=] [default: mcp]
+//!   -h, --help               Print help (see more with '--help')
+//!   -V, --version            Print version
+//!
+//! Limits and timeouts (each defaults to the server's own value: see --print-config):
+//!   --max-message-size <SIZE>          The largest message accepted: a stdio line or an HTTP body [env: MCP_MAX_MESSAGE_SIZE=]
+//!   --max-in-flight <N>                Handlers running at once, across all clients [env: MCP_MAX_IN_FLIGHT=]
+//!   --call-timeout <DURATION>          How long a tool, resource or prompt handler may run [env: MCP_CALL_TIMEOUT=]
+//!   --request-state-ttl <DURATION>     How long a sealed 2026-07-28 requestState stays valid [env: MCP_REQUEST_STATE_TTL=]
+//!   ... one for each limit: the README's Security section has the table
 //! ```
 //!
 //! # Transports
@@ -43,16 +44,50 @@
 //!   beside it.
 //! - `sse`: the legacy HTTP+SSE transport alone (2024-11-05 clients).
 //!
-//! The network transports bind `127.0.0.1:8080` unless `--bind` says otherwise, check
-//! `Host` and `Origin` on every request (see [`crate::transport::http`]), and stop
-//! gracefully on Ctrl-C or SIGTERM. They refuse to boot in production (`MCP_ENV` unset or
-//! not `development`/`dev`/`test`) unless the server configures a tool authorizer and a
-//! read authorizer: the refusal says what is missing, on stderr, and the process exits
-//! with status 1. `--allow-unauthorized-for-local-development` overrides that refusal for
-//! a server on your own machine; it is logged loudly on every boot. Never use it in
-//! production.
+//! The network transports bind `127.0.0.1:8080` unless `--bind` (or `--port N`, for
+//! `127.0.0.1:N`) says otherwise, check `Host` and `Origin` on every request (see
+//! [`crate::transport::http`]), and stop gracefully on Ctrl-C or SIGTERM.
 //!
 //! stdout carries protocol messages only; logs go to stderr.
+//!
+//! # The boot guard
+//!
+//! The network transports refuse to boot unless the server has a tool authorizer chosen by
+//! a person and a read authorizer: the refusal says what is missing, on stderr, and the
+//! process exits with status 1 (see [`crate::auth::deployment`]). Two flags, and nothing
+//! else, change that:
+//!
+//! - `--allow-unauthorized-for-local-development`
+//!   (`MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT=1`) lifts the guard for a server on
+//!   your own machine. Every boot logs a WARN naming the flag (or the variable) and what it
+//!   leaves unguarded. Never use it in production.
+//! - A lifted guard serves loopback addresses only: binding any other address is refused
+//!   at boot unless `--allow-unauthorized-on-network` (`MCP_ALLOW_UNAUTHORIZED_ON_NETWORK=1`)
+//!   says so too, which is also logged on every boot.
+//!
+//! `MCP_ENV` and `MCP_REQUIRE_AUTHORIZATION` no longer lift it; a refusal mentions either
+//! when it is set.
+//!
+//! # Limits and timeouts
+//!
+//! Every limit and timeout of [`ServerConfig`](crate::server::ServerConfig) and
+//! [`HttpConfig`] has a flag and a variable named after it (`call_timeout`:
+//! `--call-timeout`, `MCP_CALL_TIMEOUT`). Durations are written `300ms`, `60s`, `10m` or
+//! `1h 30m`; sizes `65536`, `512KiB` or `4MiB`. The value the server sets in code is the
+//! default; the command line changes it for one run, up to the ceiling the author set with
+//! [`Setup::ceiling`] (going above one is a boot error naming the flag, the value and the
+//! ceiling). `--print-config` prints every setting as it would run, in TOML's syntax, with
+//! where each came from:
+//!
+//! ```text
+//! $ MCP_CALL_TIMEOUT=90s files --root . --port 3000 --print-config
+//! # The settings this server would run with; after each, where it came from.
+//! transport = "stdio"                               # default
+//! bind = "127.0.0.1:3000"                           # --port
+//! ...
+//! max_message_size = "4MiB"                         # default; at most 16MiB
+//! call_timeout = "1m 30s"                           # MCP_CALL_TIMEOUT; at most 10m
+//! ```
 //!
 //! # Several replicas
 //!
@@ -63,12 +98,18 @@
 //! `MCP_STATE_KEY` gives one (generate it once, e.g. `openssl rand -hex 32`). A key is also
 //! accepted without Redis: states then survive a restart.
 //!
-//! A binary with options of its own:
+//! # A binary with options of its own
+//!
+//! Flatten [`Options`] into your own parser. The command line is built with clap 4 (the
+//! `derive` and `env` features), re-exported as [`mcp::cli::clap`]: bring it into
+//! scope as `clap` and derive with it, with no clap dependency of your own to keep in step.
+//! Your parser's doc comment (or `about`) is the program's description in `--help`.
 //!
 //! ```no_run
-//! use clap::Parser;
-//! # fn server() -> mcp::Server { mcp::Server::builder("x", "1").build().unwrap() }
+//! use mcp::cli::clap::{self, Parser};
+//! # fn server_builder() -> mcp::ServerBuilder { mcp::Server::builder("x", "1") }
 //!
+//! /// Serves the files under one directory.
 //! #[derive(Parser)]
 //! #[command(version)]
 //! struct Args {
@@ -82,21 +123,36 @@
 //! fn main() -> std::process::ExitCode {
 //!     let args = Args::parse();
 //!     // ... use args.root ...
-//!     args.mcp.run(mcp::Transport::Stdio, server)
+//!     args.mcp.run(mcp::Transport::Stdio, server_builder)
 //! }
 //! ```
+//!
+//! Hand [`Options::run`] (or [`main`]) the server's builder, as `server!`'s `server_builder`
+//! gives it, so the limits can be applied; a built [`Server`] is served as it is. To give
+//! the network transports an [`HttpConfig`] of your own, or to cap what the command line
+//! may set, hand it a [`Setup`].
+
+mod limits;
+mod setup;
 
 use std::io::{IsTerminal as _, Write as _};
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 
 use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, ValueEnum};
 use serde_json::{Value, json};
 
-use crate::server::{Server, ServerBuilder, Transport};
+use crate::auth::deployment::{LIFT_FLAG, LIFT_VAR, NETWORK_FLAG, NETWORK_VAR};
+use crate::server::{Server, Transport};
+use crate::transport::http::HttpConfig;
 
-#[doc(hidden)]
+/// The clap this command line is built with (4.x, with the `derive` and `env` features), so
+/// a binary with options of its own can derive its parser without depending on clap
+/// itself: `use mcp::cli::clap::{self, Parser};` (the derive refers to `clap::`).
 pub use clap;
+use limits::Origin;
+pub use limits::{Amount, Limits};
+pub use setup::Setup;
 
 /// The transports a binary can serve.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -128,9 +184,18 @@ impl TransportArg {
     }
 }
 
-/// The options every server binary understands. Each has an environment variable too.
+/// The options every server binary understands; each has an environment variable too.
+///
+/// Flatten it into a parser of your own (`#[command(flatten)]`) to add options; its own
+/// doc comment stays out of your `--help`.
 #[derive(Args, Clone, Debug)]
+#[command(about = None, long_about = None)]
 pub struct Options {
+    // First: it records where every option's value came from, and the derive takes each
+    // value out of the parsed matches as it reads the fields below.
+    /// The limits and timeouts, under their own heading in `--help`.
+    #[command(flatten)]
+    pub limits: Limits,
     /// How clients reach the server.
     #[arg(long, env = "MCP_TRANSPORT", value_enum)]
     pub transport: Option<TransportArg>,
@@ -142,6 +207,9 @@ pub struct Options {
         default_value = "127.0.0.1:8080"
     )]
     pub bind: SocketAddr,
+    /// Listen on 127.0.0.1 at this port (http and sse): short for --bind 127.0.0.1:PORT.
+    #[arg(long, env = "MCP_PORT", value_name = "PORT", conflicts_with = "bind")]
+    pub port: Option<u16>,
     /// With --transport http, also serve the legacy HTTP+SSE transport (GET /sse, POST
     /// /messages) beside the Streamable HTTP endpoint.
     #[arg(
@@ -152,7 +220,13 @@ pub struct Options {
     )]
     pub legacy_sse: bool,
     /// DANGER: serve over the network without the authorization the boot guard requires.
-    /// For a server on your own machine only; never in production.
+    ///
+    /// Without it, http and sse refuse to boot unless the server has a tool authorizer
+    /// chosen by a person and a read authorizer. With it, they serve tools without a chosen
+    /// authorizer and reads without a read authorizer to any client that connects, with a
+    /// warning on every boot, on loopback addresses only (see
+    /// --allow-unauthorized-on-network). For a server on your own machine; never in
+    /// production.
     #[arg(
         long,
         env = "MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT",
@@ -160,6 +234,18 @@ pub struct Options {
         value_parser = clap::builder::BoolishValueParser::new()
     )]
     pub allow_unauthorized_for_local_development: bool,
+    /// DANGER: with --allow-unauthorized-for-local-development, also listen on an address
+    /// beyond loopback (refused at boot without it).
+    ///
+    /// Anyone who can reach the address is then served unguarded; logged at WARN on every
+    /// boot. Changes nothing on its own.
+    #[arg(
+        long,
+        env = "MCP_ALLOW_UNAUTHORIZED_ON_NETWORK",
+        action = clap::ArgAction::SetTrue,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub allow_unauthorized_on_network: bool,
     /// Print the tools, resources, templates and prompts as JSON and exit.
     #[arg(
         long,
@@ -168,6 +254,15 @@ pub struct Options {
         value_parser = clap::builder::BoolishValueParser::new()
     )]
     pub list: bool,
+    /// Print the effective settings (transport, address, boot guard, every limit), each
+    /// with where it came from, and exit.
+    #[arg(
+        long,
+        env = "MCP_PRINT_CONFIG",
+        action = clap::ArgAction::SetTrue,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub print_config: bool,
     /// Log filter for stderr: off, error, warn, info, debug, trace, or target=level directives.
     ///
     /// The syntax is a comma-separated list; each item is a level (the default for every
@@ -225,50 +320,6 @@ pub struct Options {
         default_value = "mcp"
     )]
     pub redis_prefix: String,
-}
-
-/// What a binary hands the command line to serve: a [`ServerBuilder`] (what `server!`
-/// passes), which the command line can finish with a shared state key and a cluster, or a
-/// built [`Server`], which it serves as it is (and so cannot run as one of several
-/// replicas).
-pub trait IntoServer {
-    /// Builds the server, applying `state_key` and `cluster` when given.
-    fn into_server(
-        self,
-        state_key: Option<Vec<u8>>,
-        cluster: Option<crate::cluster::Cluster>,
-    ) -> Result<Server, String>;
-}
-
-impl IntoServer for Server {
-    fn into_server(
-        self,
-        state_key: Option<Vec<u8>>,
-        cluster: Option<crate::cluster::Cluster>,
-    ) -> Result<Server, String> {
-        if state_key.is_some() || cluster.is_some() {
-            return Err("this binary hands the command line an already built server, so --state-key-file, MCP_STATE_KEY and --redis-url cannot be applied to it; pass its ServerBuilder instead (server! does)"
-                .to_owned());
-        }
-        Ok(self)
-    }
-}
-
-impl IntoServer for ServerBuilder {
-    fn into_server(
-        self,
-        state_key: Option<Vec<u8>>,
-        cluster: Option<crate::cluster::Cluster>,
-    ) -> Result<Server, String> {
-        let mut builder = self;
-        if let Some(key) = state_key {
-            builder = builder.state_key(key);
-        }
-        if let Some(cluster) = cluster {
-            builder = builder.cluster(cluster);
-        }
-        builder.build().map_err(|e| e.to_string())
-    }
 }
 
 /// The smallest state key accepted, in bytes.
@@ -377,8 +428,11 @@ pub struct App {
 
 /// Parses the process's command line and runs the server: what `server!`'s `main` calls
 /// (with its `server_builder`). `--help`, `--version` and usage errors exit as clap does
-/// (usage errors with status 2).
-pub fn main<S: IntoServer>(app: App, server: impl FnOnce() -> S) -> ExitCode {
+/// (usage errors with status 2). `server` makes what is served: a [`ServerBuilder`], a
+/// built [`Server`], or a [`Setup`] that also carries HTTP settings and ceilings.
+///
+/// [`ServerBuilder`]: crate::ServerBuilder
+pub fn main<S: Into<Setup>>(app: App, server: impl FnOnce() -> S) -> ExitCode {
     let default = TransportArg::from_transport(app.transport).as_str();
     let mut command = Cli::command()
         .name(app.name)
@@ -397,40 +451,43 @@ pub fn main<S: IntoServer>(app: App, server: impl FnOnce() -> S) -> ExitCode {
 }
 
 impl Options {
-    /// Runs the server as these options say: list it, or serve it on the chosen transport
-    /// (`default` when none was chosen) until the client goes away. `server` makes the
-    /// server, or its builder (which the state key and the cluster are applied to).
-    pub fn run<S: IntoServer>(self, default: Transport, server: impl FnOnce() -> S) -> ExitCode {
+    /// Runs the server as these options say: list it, print its settings, or serve it on
+    /// the chosen transport (`default` when none was chosen) until the client goes away.
+    /// `server` makes what is served: a [`ServerBuilder`] (which the limits, the state key
+    /// and the cluster are applied to), a built [`Server`] (served as it is), or a
+    /// [`Setup`] (either of those with HTTP settings and ceilings).
+    ///
+    /// [`ServerBuilder`]: crate::ServerBuilder
+    pub fn run<S: Into<Setup>>(self, default: Transport, server: impl FnOnce() -> S) -> ExitCode {
         init_logging(&self.log_level);
+        match self.start(default, server().into()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+
+    /// What [`Options::run`] does; the error is meant for the user (stderr).
+    fn start(self, default: Transport, setup: Setup) -> Result<(), String> {
         if self.list {
-            let server = match server().into_server(None, None) {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            let listing = listing(&server);
-            let mut out = std::io::stdout().lock();
-            let text = serde_json::to_string_pretty(&listing).unwrap_or_default();
-            return match writeln!(out, "{text}") {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(_) => ExitCode::FAILURE,
-            };
+            let (server, _) = setup.build(None, None)?;
+            let text = serde_json::to_string_pretty(&listing(&server)).unwrap_or_default();
+            return print(&text);
         }
         let transport = self
             .transport
             .unwrap_or_else(|| TransportArg::from_transport(default));
-        let state_key = match read_state_key(&self) {
-            Ok(k) => k,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
+        let (setup, limits) = setup.tune(&self.limits)?;
+        let setup = setup.map_http(|http| self.configure_http(http));
+        let addr = self.address();
+        if self.print_config {
+            return print(&self.report(transport, addr, &setup, &limits));
+        }
+        let state_key = read_state_key(&self)?;
         if let Some(refusal) = multi_replica_refusal(&self, transport, state_key.as_deref()) {
-            eprintln!("error: {refusal}");
-            return ExitCode::FAILURE;
+            return Err(refusal);
         }
         // stdio serves one client on one pipe: the reader runs each request's first poll
         // itself, so a single-threaded runtime does the same work without cross-thread
@@ -440,43 +497,145 @@ impl Options {
             TransportArg::Stdio => tokio::runtime::Builder::new_current_thread(),
             TransportArg::Http | TransportArg::Sse => tokio::runtime::Builder::new_multi_thread(),
         };
-        let runtime = match builder.enable_all().build() {
-            Ok(rt) => rt,
-            Err(e) => {
-                eprintln!("error: could not start the async runtime: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        let network = Network {
-            bind: self.bind,
-            legacy_sse: self.legacy_sse,
-            allow_unauthorized_for_local_development: self.allow_unauthorized_for_local_development,
-            allowed_hosts: self.allowed_hosts.clone(),
-        };
+        let runtime = builder
+            .enable_all()
+            .build()
+            .map_err(|e| format!("could not start the async runtime: {e}"))?;
         let redis = self
             .redis_url
             .clone()
             .map(|url| (url, self.redis_prefix.clone()));
-        let outcome = runtime.block_on(async move {
+        runtime.block_on(async move {
             let cluster = match redis {
                 Some((url, prefix)) => Some(join_cluster(&url, &prefix).await?),
                 None => None,
             };
-            let server = server().into_server(state_key, cluster.clone())?;
-            let served = serve(server, transport, network).await;
+            let (server, http) = setup.build(state_key, cluster.clone())?;
+            let served = serve(server, transport, http, addr).await;
             if let Some(cluster) = cluster {
                 cluster.leave().await;
             }
             served
-        });
-        match outcome {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::FAILURE
-            }
+        })
+    }
+
+    /// The address the network transports listen on: `--port` on loopback, or `--bind`.
+    pub fn address(&self) -> SocketAddr {
+        self.port
+            .map_or(self.bind, |port| (Ipv4Addr::LOCALHOST, port).into())
+    }
+
+    /// The command line's HTTP settings on top of the binary's.
+    fn configure_http(&self, mut http: HttpConfig) -> HttpConfig {
+        if self.legacy_sse {
+            http = http.legacy_sse(true);
+        }
+        for host in &self.allowed_hosts {
+            http = http.allow_host(host.clone());
+        }
+        if self.allow_unauthorized_for_local_development {
+            let by = self.named(
+                "allow_unauthorized_for_local_development",
+                LIFT_FLAG,
+                LIFT_VAR,
+            );
+            http.guard.lift(Some(&by));
+        }
+        if self.allow_unauthorized_on_network {
+            let by = self.named("allow_unauthorized_on_network", NETWORK_FLAG, NETWORK_VAR);
+            http.guard.allow_network(Some(&by));
+        }
+        http
+    }
+
+    /// How the option `id` was given: its flag or its variable (`None` when neither was).
+    fn given(&self, id: &str, flag: &str, var: &str) -> Option<String> {
+        match self.limits.origin(id) {
+            Origin::CommandLine => Some(flag.to_owned()),
+            Origin::Env => Some(var.to_owned()),
+            Origin::Code => None,
         }
     }
+
+    /// The setting `id` as warnings name it: its variable if that is where it came from.
+    fn named(&self, id: &str, flag: &str, var: &str) -> String {
+        self.given(id, flag, var).unwrap_or_else(|| flag.to_owned())
+    }
+
+    /// What `--print-config` prints: every setting, in TOML's syntax, with where it came
+    /// from after the `#`.
+    fn report(
+        &self,
+        transport: TransportArg,
+        addr: SocketAddr,
+        setup: &Setup,
+        limits: &[limits::Effective],
+    ) -> String {
+        let origin = |id: &str, flag: &str, var: &str, code: bool| {
+            self.given(id, flag, var)
+                .unwrap_or_else(|| if code { "set in code" } else { "default" }.to_owned())
+        };
+        let (bind_id, bind_flag, bind_var) = match self.port {
+            Some(_) => ("port", "--port", "MCP_PORT"),
+            None => ("bind", "--bind", "MCP_BIND"),
+        };
+        let guard = setup.http_settings();
+        let mut rows = vec![
+            (
+                "transport",
+                format!("{:?}", transport.as_str()),
+                origin("transport", "--transport", "MCP_TRANSPORT", false),
+            ),
+            (
+                "bind",
+                format!("\"{addr}\""),
+                origin(bind_id, bind_flag, bind_var, false),
+            ),
+            (
+                "allow_unauthorized_for_local_development",
+                guard.guard.lifted().to_string(),
+                origin(
+                    "allow_unauthorized_for_local_development",
+                    LIFT_FLAG,
+                    LIFT_VAR,
+                    guard.guard.lifted(),
+                ),
+            ),
+            (
+                "allow_unauthorized_on_network",
+                guard.guard.network_allowed().to_string(),
+                origin(
+                    "allow_unauthorized_on_network",
+                    NETWORK_FLAG,
+                    NETWORK_VAR,
+                    guard.guard.network_allowed(),
+                ),
+            ),
+        ];
+        for limit in limits {
+            let (name, value) = limit.entry();
+            rows.push((name, value, limit.note()));
+        }
+        let width = rows
+            .iter()
+            .map(|(name, value, _)| name.len() + value.len())
+            .max()
+            .unwrap_or(0);
+        let mut out = String::from(
+            "# The settings this server would run with; after each, where it came from.\n",
+        );
+        for (name, value, note) in rows {
+            let pad = width - name.len() - value.len();
+            out.push_str(&format!("{name} = {value}{:pad$}  # {note}\n", ""));
+        }
+        out
+    }
+}
+
+/// Writes `text` and a newline to stdout.
+fn print(text: &str) -> Result<(), String> {
+    writeln!(std::io::stdout().lock(), "{}", text.trim_end())
+        .map_err(|e| format!("cannot write to stdout: {e}"))
 }
 
 /// Connects to the Redis server replicas share.
@@ -505,55 +664,22 @@ fn redact(url: &str) -> String {
     }
 }
 
-/// How the network transports listen, from the command line.
-#[derive(Clone, Debug)]
-pub struct Network {
-    /// The address to bind.
-    pub bind: SocketAddr,
-    /// With [`TransportArg::Http`], also serve the legacy HTTP+SSE routes.
-    pub legacy_sse: bool,
-    /// Boot even when the boot guard would refuse (local development only).
-    pub allow_unauthorized_for_local_development: bool,
-    /// Host names accepted beside the loopback names.
-    pub allowed_hosts: Vec<String>,
-}
-
-impl Network {
-    /// Listening on `bind` with every other setting off.
-    pub fn on(bind: SocketAddr) -> Self {
-        Network {
-            bind,
-            legacy_sse: false,
-            allow_unauthorized_for_local_development: false,
-            allowed_hosts: Vec::new(),
-        }
-    }
-}
-
-/// What the command line adds to a boot-guard refusal.
-const CLI_OPT_OUT: &str = "From the command line: --allow-unauthorized-for-local-development \
-     (or MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT=1) skips this check, for a server on \
-     your own machine only. Or set MCP_ENV=development.";
-
 /// Serves `server` on one transport until it stops: stdio until the client closes its
-/// input; HTTP until Ctrl-C or SIGTERM. The error is meant for the user (stderr).
+/// input; HTTP (with `config`, on `addr`) until Ctrl-C or SIGTERM. The error is meant for
+/// the user (stderr).
 pub async fn serve(
     server: Server,
     transport: TransportArg,
-    network: Network,
+    config: HttpConfig,
+    addr: SocketAddr,
 ) -> Result<(), String> {
-    use crate::transport::http::{self, HttpConfig, HttpError};
+    use crate::transport::http::{self, HttpError};
 
     let (name, version) = (server.info().name.clone(), server.info().version.clone());
-    let mut config = HttpConfig::new()
-        .legacy_sse(network.legacy_sse)
-        .allow_unauthorized_for_local_development(network.allow_unauthorized_for_local_development);
-    for host in &network.allowed_hosts {
-        config = config.allow_host(host.clone());
-    }
-    if server.cluster().is_some() && network.legacy_sse {
+    if server.cluster().is_some() && config.legacy_sse {
         tracing::warn!(target: "mcp", "the legacy HTTP+SSE transport's sessions are not shared between replicas: route its clients to one replica (sticky sessions)");
     }
+    let legacy_sse = config.legacy_sse;
     let built = match transport {
         TransportArg::Stdio => {
             tracing::info!(target: "mcp", "serving {name} {version} on stdio");
@@ -566,16 +692,19 @@ pub async fn serve(
     };
     let app = built.map_err(|e| match e {
         HttpError::Refused(refusal) => format!(
-            "refusing to serve {name} over {}:\n{refusal}\n{CLI_OPT_OUT}",
+            "refusing to serve {name} over {}:\n{refusal}",
             transport.as_str()
         ),
         other => other.to_string(),
     })?;
-    let bound = http::HttpServer::bind(app, config, network.bind)
+    let bound = http::HttpServer::bind(app, config, addr)
         .await
-        .map_err(|e| format!("cannot listen on {}: {e}", network.bind))?;
+        .map_err(|e| match e {
+            HttpError::Refused(refusal) => refusal.to_string(),
+            other => format!("cannot listen on {addr}: {other}"),
+        })?;
     let addr = bound.local_addr().map_err(|e| e.to_string())?;
-    let endpoints = match (transport, network.legacy_sse) {
+    let endpoints = match (transport, legacy_sse) {
         (TransportArg::Http, false) => format!("Streamable HTTP at http://{addr}/mcp"),
         (TransportArg::Http, true) => {
             format!("Streamable HTTP at http://{addr}/mcp and HTTP+SSE at http://{addr}/sse")
@@ -701,8 +830,8 @@ mod tests {
         );
         // A built server cannot take a key or a cluster; a builder can.
         let built = Server::builder("s", "1").build().unwrap();
-        assert!(built.into_server(Some(vec![0; 32]), None).is_err());
-        let from_builder = Server::builder("s", "1").into_server(Some(vec![7; 32]), None);
+        assert!(Setup::from(built).build(Some(vec![0; 32]), None).is_err());
+        let from_builder = Setup::from(Server::builder("s", "1")).build(Some(vec![7; 32]), None);
         assert!(from_builder.is_ok());
         std::fs::remove_dir_all(&dir).ok();
     }
@@ -742,5 +871,67 @@ mod tests {
         assert!(!cli.options.legacy_sse);
         assert!(!cli.options.allow_unauthorized_for_local_development);
         assert_eq!(cli.options.bind, "127.0.0.1:8080".parse().unwrap());
+    }
+
+    // The parser of the module docs' "binary with options of its own" example, without its
+    // doc comment: no description of its own, and the framework's must not stand in.
+    #[derive(Parser)]
+    #[command(name = "files", version)]
+    struct OwnArgs {
+        /// The directory to serve.
+        #[arg(long, env = "FILES_ROOT")]
+        root: std::path::PathBuf,
+        #[command(flatten)]
+        mcp: Options,
+    }
+
+    #[test]
+    fn a_binary_with_options_of_its_own_does_not_show_the_frameworks_doc_as_its_description() {
+        let help = OwnArgs::command().render_long_help().to_string();
+        assert!(help.starts_with("Usage: files"), "{help}");
+        assert!(!help.contains("every server binary"), "{help}");
+        let short = OwnArgs::command().render_help().to_string();
+        assert!(short.starts_with("Usage: files"), "{short}");
+        // A description of its own is kept.
+        let mut described = OwnArgs::command().about("Serves files.");
+        assert!(
+            described
+                .render_help()
+                .to_string()
+                .starts_with("Serves files.")
+        );
+    }
+
+    #[test]
+    fn every_option_has_an_environment_variable() {
+        let command = Cli::command();
+        for arg in command.get_arguments() {
+            let id = arg.get_id().as_str();
+            if matches!(id, "help" | "version") {
+                continue;
+            }
+            let env = arg
+                .get_env()
+                .unwrap_or_else(|| panic!("--{id} has no variable"));
+            assert!(env.to_string_lossy().starts_with("MCP_"), "{id}");
+        }
+        let help = command.clone().render_long_help().to_string();
+        assert!(help.contains("[env: MCP_CALL_TIMEOUT=]"), "{help}");
+        assert!(help.contains("Limits and timeouts"), "{help}");
+    }
+
+    #[test]
+    fn port_binds_loopback_and_conflicts_with_bind() {
+        let o = Cli::try_parse_from(["x", "--port", "3000"])
+            .unwrap()
+            .options;
+        assert_eq!(o.address(), "127.0.0.1:3000".parse().unwrap());
+        let o = Cli::try_parse_from(["x", "--bind", "0.0.0.0:9"])
+            .unwrap()
+            .options;
+        assert_eq!(o.address(), "0.0.0.0:9".parse().unwrap());
+        let e = Cli::try_parse_from(["x", "--port", "1", "--bind", "127.0.0.1:2"]).unwrap_err();
+        assert!(e.to_string().contains("cannot be used with"), "{e}");
+        assert!(Cli::try_parse_from(["x", "--port", "70000"]).is_err());
     }
 }

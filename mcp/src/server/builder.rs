@@ -295,6 +295,12 @@ impl ServerBuilder {
         self
     }
 
+    /// The limits and timeouts set so far: what [`ServerBuilder::config`] replaces (the
+    /// command line reads its defaults here).
+    pub fn limits(&self) -> &ServerConfig {
+        &self.config
+    }
+
     /// Entries per list page.
     pub fn page_size(mut self, n: usize) -> Self {
         self.config.page_size = n;

@@ -10,7 +10,7 @@
 
 mod builder;
 mod compat;
-mod completion;
+pub(crate) mod completion;
 mod connection;
 mod dispatch;
 mod lifecycle;

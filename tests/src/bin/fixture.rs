@@ -85,7 +85,7 @@ fn serve_http(addr: &str) -> std::process::ExitCode {
         .and_then(|v| v.parse().ok())
         .map_or(Duration::from_secs(1800), Duration::from_millis);
     let config = HttpConfig::new()
-        .deployment(mcp::auth::deployment::Deployment::new(Some("test"), None))
+        .allow_unauthorized_for_local_development(true)
         .session_idle_timeout(idle)
         .max_sessions(2000);
     let runtime = tokio::runtime::Builder::new_multi_thread()

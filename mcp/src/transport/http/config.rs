@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::oauth::BearerAuth;
-use crate::auth::deployment::Deployment;
+use crate::auth::deployment::{BootGuard, LIFT_CODE, NETWORK_CODE};
 
 /// The hosts accepted in the `Host` header by default: the loopback names, on any port.
 pub const DEFAULT_ALLOWED_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
@@ -15,7 +15,7 @@ pub const DEFAULT_ALLOWED_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"]
 ///
 /// Every setting has a default meant for a server on the local machine: loopback hosts and
 /// origins only, bounded sessions, bodies and headers, and no authentication (which the
-/// boot guard refuses in production unless authorizers are configured). Build it with the
+/// boot guard refuses unless authorizers are configured). Build it with the
 /// chained setters:
 ///
 /// ```
@@ -49,8 +49,7 @@ pub struct HttpConfig {
     pub(crate) sse_path: String,
     pub(crate) messages_path: String,
     pub(crate) bearer: Option<BearerAuth>,
-    pub(crate) unauthorized_local_dev: bool,
-    pub(crate) deployment: Option<Deployment>,
+    pub(crate) guard: BootGuard,
     pub(crate) shutdown: CancellationToken,
     pub(crate) shutdown_grace: Duration,
 }
@@ -75,7 +74,11 @@ impl fmt::Debug for HttpConfig {
             .field("bearer", &self.bearer.is_some())
             .field(
                 "allow_unauthorized_for_local_development",
-                &self.unauthorized_local_dev,
+                &self.guard.lifted(),
+            )
+            .field(
+                "allow_unauthorized_on_network",
+                &self.guard.network_allowed(),
             )
             .finish_non_exhaustive()
     }
@@ -107,8 +110,7 @@ impl Default for HttpConfig {
             sse_path: "/sse".to_owned(),
             messages_path: "/messages".to_owned(),
             bearer: None,
-            unauthorized_local_dev: false,
-            deployment: None,
+            guard: BootGuard::default(),
             shutdown: CancellationToken::new(),
             shutdown_grace: Duration::from_secs(5),
         }
@@ -259,17 +261,22 @@ impl HttpConfig {
         self
     }
 
-    /// Boots even when authorization is required and not configured (see
-    /// [`mcp::auth::deployment`](crate::auth::deployment)). For local development only:
-    /// it is logged at WARN on every boot.
+    /// Lifts the boot guard: serves even without a tool authorizer chosen by a person or a
+    /// read authorizer (see [`mcp::auth::deployment`](crate::auth::deployment)). For a
+    /// server on your own machine only: it is logged at WARN on every boot, naming what is
+    /// unguarded, and serves loopback addresses only unless
+    /// [`HttpConfig::allow_unauthorized_on_network`] is on too.
     pub fn allow_unauthorized_for_local_development(mut self, on: bool) -> Self {
-        self.unauthorized_local_dev = on;
+        self.guard.lift(on.then_some(LIFT_CODE));
         self
     }
 
-    /// The deployment facts the boot guard reads (default: [`Deployment::from_env`]).
-    pub fn deployment(mut self, deployment: Deployment) -> Self {
-        self.deployment = Some(deployment);
+    /// Lets a lifted boot guard serve an address beyond loopback (default off: binding one
+    /// is refused at boot). Changes nothing unless
+    /// [`HttpConfig::allow_unauthorized_for_local_development`] is on; logged at WARN on
+    /// every boot.
+    pub fn allow_unauthorized_on_network(mut self, on: bool) -> Self {
+        self.guard.allow_network(on.then_some(NETWORK_CODE));
         self
     }
 

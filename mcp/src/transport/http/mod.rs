@@ -38,10 +38,12 @@
 //! # The boot guard
 //!
 //! A network transport has no process boundary to lean on. [`router`] and [`serve`] refuse
-//! to start when [`Deployment::require_authorization`] holds (production, unless
-//! `MCP_ENV` says development or test) and the server lacks a configured tool authorizer
-//! or a read authorizer; the error says what is missing and how to fix it.
-//! [`HttpConfig::allow_unauthorized_for_local_development`] overrides it, loudly.
+//! to start when the server lacks a tool authorizer chosen by a person or a read
+//! authorizer; the error says what is missing and how to fix it.
+//! [`HttpConfig::allow_unauthorized_for_local_development`] lifts the guard, with a warning
+//! on every boot, for loopback addresses only: [`HttpServer::bind`] (and so [`serve`])
+//! refuses any other address unless [`HttpConfig::allow_unauthorized_on_network`] is on
+//! too. See [`mcp::auth::deployment`](crate::auth::deployment).
 //!
 //! # Streamable HTTP sessions
 //!
@@ -134,7 +136,7 @@ pub(crate) use guard::{
     rpc_error, unsupported_media_type,
 };
 
-use crate::auth::deployment::{BootRefused, Deployment};
+use crate::auth::deployment::BootRefused;
 use crate::server::Server;
 
 /// The address [`serve`] callers use when none is given: loopback only, port 8080 (the
@@ -307,7 +309,14 @@ pub(crate) fn build(
         config.max_header_bytes,
     )
     .map_err(HttpError::Config)?;
-    boot_guard(&server, &config, transports.context())?;
+    config
+        .guard
+        .check(
+            server.authorization_configured(),
+            server.read_authorization_configured(),
+            transports.context(),
+        )
+        .map_err(HttpError::Refused)?;
     if config.max_sessions >= server.config().max_connections {
         tracing::warn!(target: "mcp::http", max_sessions = config.max_sessions, max_connections = server.config().max_connections,
             "max_sessions is not below the server's max_connections: the server may evict live sessions' state");
@@ -365,42 +374,6 @@ pub(crate) fn build(
         .route("/health", get(health))
         .merge(guarded)
         .fallback(not_found))
-}
-
-/// The boot guard: authorization must be configured where it is required, unless the
-/// operator opted out for local development.
-fn boot_guard(server: &Server, config: &HttpConfig, context: &str) -> Result<(), HttpError> {
-    let deployment = config
-        .deployment
-        .clone()
-        .unwrap_or_else(Deployment::from_env);
-    let tool = deployment.enforce_authorization(server.authorization_configured(), context);
-    let read =
-        deployment.enforce_read_authorization(server.read_authorization_configured(), context);
-    if config.unauthorized_local_dev {
-        tracing::warn!(target: "mcp::http",
-            "{context}: allow_unauthorized_for_local_development is ON. Never use it in production.");
-    }
-    let problems: Vec<String> = [tool, read]
-        .into_iter()
-        .filter_map(Result::err)
-        .map(|r| r.message().to_owned())
-        .collect();
-    if problems.is_empty() {
-        return Ok(());
-    }
-    if config.unauthorized_local_dev {
-        for p in &problems {
-            tracing::warn!(target: "mcp::http", "BOOT GUARD BYPASSED FOR LOCAL DEVELOPMENT: {p}");
-        }
-        return Ok(());
-    }
-    let mut message = problems.join("\n");
-    message.push_str(
-        "\nFor local development only, HttpConfig::allow_unauthorized_for_local_development(true) \
-         skips this check (it is logged at WARN on every boot).",
-    );
-    Err(HttpError::Refused(BootRefused::new(message)))
 }
 
 async fn health() -> Response {
@@ -476,6 +449,10 @@ impl HttpServer {
         config: HttpConfig,
         addr: SocketAddr,
     ) -> Result<Self, HttpError> {
+        config
+            .guard
+            .check_address(addr)
+            .map_err(HttpError::Refused)?;
         let listener = NoDelayListener::bind(addr).await?;
         if !addr.ip().is_loopback() {
             if config
