@@ -23,6 +23,7 @@ const OPTIONS: &[&str] = &[
     "scopes",
     "timeout_ms",
     "meta",
+    "allow_unknown_arguments",
 ];
 
 /// The tool-name rule of the specification: 1 to 128 characters of `A-Z a-z 0-9 _ - .`.
@@ -57,6 +58,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let mut description: Option<LitStr> = None;
     let (mut read_only, mut destructive, mut idempotent, mut open_world, mut sensitive) =
         (false, false, false, false, false);
+    let mut allow_unknown_arguments = false;
     let mut icons = Vec::new();
     let mut scopes = Vec::new();
     let mut timeout_ms = None;
@@ -76,6 +78,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             "scopes" => scopes = opt.str_list(&mut errors),
             "timeout_ms" => timeout_ms = opt.u64(&mut errors),
             "meta" => meta = opt.expr(&mut errors),
+            "allow_unknown_arguments" => allow_unknown_arguments = opt.flag(&mut errors),
             _ => unknown_option(&opt, Kind::Tool, OPTIONS, &mut errors),
         }
     }
@@ -194,6 +197,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         (idempotent, "idempotent"),
         (open_world, "open_world"),
         (sensitive, "sensitive"),
+        (allow_unknown_arguments, "allow_unknown_arguments"),
     ] {
         if on {
             let m = format_ident!("{method}");
@@ -239,22 +243,14 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                     static DEF: ::std::sync::OnceLock<::mcp::registry::ToolDef> =
                         ::std::sync::OnceLock::new();
                     ::core::clone::Clone::clone(DEF.get_or_init(|| {
-                        let handler = |__ctx: ::mcp::Ctx, __raw: ::mcp::registry::ToolArgs| async move {
-                            let __args = match __raw.parse::<#args_ty>() {
-                                ::core::result::Result::Ok(a) => a,
-                                ::core::result::Result::Err(e) => {
-                                    return ::mcp::protocol::CallToolResult::error(e.to_string());
-                                }
-                            };
-                            let _ = &__args;
-                            let _ = &__ctx;
-                            #convert
-                        };
-                        ::mcp::registry::ToolDef::new(
+                        ::mcp::registry::ToolDef::from_fn(
                             #tool_name,
                             #description_text,
-                            ::mcp::registry::input_schema_for::<#args_ty>(),
-                            handler,
+                            |__ctx: ::mcp::Ctx, __args: #args_ty| async move {
+                                let _ = &__args;
+                                let _ = &__ctx;
+                                #convert
+                            },
                         )
                         #(#setters)*
                     }))

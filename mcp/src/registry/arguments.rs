@@ -1,13 +1,20 @@
 //! Tool arguments: kept raw until the tool decodes them into its own type, and decode errors
 //! rewritten for a model to act on: which argument, what type was expected, what arrived.
 //! Never serde's "at line 1 column 2".
+//!
+//! When the input schema says `additionalProperties: false` (the default for typed tools),
+//! arguments it does not list are refused with an error naming them and the accepted ones;
+//! the check runs inside the one decoding pass ([`super::unknown`]).
 
+use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::unknown::deserialize_checked;
 
 /// The raw arguments of one tool call, with the tool's input schema for error messages.
 #[derive(Clone, Debug)]
@@ -15,6 +22,9 @@ pub struct ToolArgs {
     /// The JSON text of the arguments, as the client sent it.
     raw: Option<Arc<str>>,
     schema: Arc<Value>,
+    /// The arguments already decoded into the handler's type, when the server decoded them
+    /// before asking the authorizer (so the handler does not decode them again).
+    decoded: Option<Decoded>,
 }
 
 impl ToolArgs {
@@ -31,15 +41,22 @@ impl ToolArgs {
     /// Wraps the JSON text of arguments taken from a valid JSON document (one allocation
     /// per call: the text is copied once out of the frame).
     pub(crate) fn from_json_text(raw: Option<Arc<str>>, schema: Arc<Value>) -> Self {
-        ToolArgs { raw, schema }
+        ToolArgs {
+            raw,
+            schema,
+            decoded: None,
+        }
+    }
+
+    /// Carries the value the server already decoded for this call.
+    pub(crate) fn with_decoded(mut self, decoded: Option<Decoded>) -> Self {
+        self.decoded = decoded;
+        self
     }
 
     /// The raw JSON text of the arguments (`{}` when the client sent none).
     pub fn raw_json(&self) -> &str {
-        match self.raw.as_deref() {
-            Some(raw) if raw != "null" => raw,
-            _ => "{}",
-        }
+        json_text(self.raw.as_deref())
     }
 
     /// The arguments as a JSON value.
@@ -48,34 +65,152 @@ impl ToolArgs {
     }
 
     /// Decodes the arguments into `T`. On failure the error names the argument, the
-    /// expected type (from the tool's input schema) and what the client sent.
+    /// expected type (from the tool's input schema) and what the client sent. When the
+    /// schema says `additionalProperties: false`, arguments it does not list are refused.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ArgumentError> {
-        let text = self.raw_json();
-        if !text.starts_with('{') {
-            return Err(ArgumentError {
-                message: format!(
-                    "The arguments must be a JSON object of named arguments, but got {}.",
-                    describe_value(&self.to_value())
-                ),
-            });
+        parse_text(self.raw_json(), &self.schema)
+    }
+
+    /// Like [`ToolArgs::parse`], taking the arguments: when the server already decoded them
+    /// into `T` for this call (a typed tool behind an authorizer), that value is returned
+    /// without decoding again.
+    pub fn decode<T: DeserializeOwned + Send + Sync + 'static>(
+        mut self,
+    ) -> Result<T, ArgumentError> {
+        if let Some(value) = self.decoded.take().and_then(Decoded::take) {
+            return Ok(value);
         }
-        // The common case pays for no path tracking: only arguments that fail are decoded
-        // again, tracking where, to explain the failure.
-        if let Ok(v) = serde_json::from_str::<T>(text) {
-            return Ok(v);
-        }
+        self.parse()
+    }
+}
+
+/// Arguments decoded into a tool's own type, shared between the authorizer (which may read
+/// them) and the handler (which takes them when nobody else holds them any more).
+#[derive(Clone)]
+pub(crate) struct Decoded(Arc<dyn Any + Send + Sync>);
+
+impl Decoded {
+    pub(crate) fn new<T: Send + Sync + 'static>(value: T) -> Self {
+        Decoded(Arc::new(value))
+    }
+
+    /// The value, if it is a `T`.
+    pub(crate) fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        Arc::clone(&self.0).downcast().ok()
+    }
+
+    /// The value itself, if it is a `T` and no policy kept a share of it.
+    fn take<T: Send + Sync + 'static>(self) -> Option<T> {
+        Arc::try_unwrap(self.0.downcast().ok()?).ok()
+    }
+}
+
+impl fmt::Debug for Decoded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Decoded(..)")
+    }
+}
+
+/// The text to decode: absent arguments and `null` mean none (`{}`).
+pub(crate) fn json_text(raw: Option<&str>) -> &str {
+    match raw {
+        Some(raw) if raw != "null" => raw,
+        _ => "{}",
+    }
+}
+
+/// Decodes the JSON text of a call's arguments into `T`, explaining any failure from the
+/// input schema, and refusing arguments the schema does not list when it says
+/// `additionalProperties: false`.
+pub(crate) fn parse_text<T: DeserializeOwned>(
+    text: &str,
+    schema: &Value,
+) -> Result<T, ArgumentError> {
+    if !text.starts_with('{') {
+        return Err(ArgumentError {
+            message: format!(
+                "The arguments must be a JSON object of named arguments, but got {}.",
+                describe_value(&serde_json::from_str(text).unwrap_or(Value::Null))
+            ),
+        });
+    }
+    // The common case pays for no path tracking: only arguments that fail are decoded
+    // again, tracking where, to explain the failure.
+    if refuses_unknown(schema) {
+        let mut unknown = Vec::new();
         let mut de = serde_json::Deserializer::from_str(text);
-        match serde_path_to_error::deserialize::<_, T>(&mut de) {
-            Ok(v) => Ok(v),
-            Err(e) => {
-                let path = e.path().to_string();
-                let inner = e.into_inner();
-                Err(ArgumentError {
-                    message: explain(&path, &inner, &self.to_value(), &self.schema),
-                })
+        let known = schema.get("properties").and_then(Value::as_object);
+        match deserialize_checked::<_, T>(&mut de, known, &mut unknown)
+            .and_then(|v| de.end().map(|()| v))
+        {
+            Ok(v) if unknown.is_empty() => return Ok(v),
+            Ok(_) => {
+                return Err(ArgumentError {
+                    message: unknown_message("", &unknown, accepted_names(known)),
+                });
             }
+            Err(_) => {}
+        }
+    } else if let Ok(v) = serde_json::from_str::<T>(text) {
+        return Ok(v);
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    match serde_path_to_error::deserialize::<_, T>(&mut de) {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let args = serde_json::from_str(text).unwrap_or(Value::Null);
+            Err(ArgumentError {
+                message: explain(&path, &inner, &args, schema),
+            })
         }
     }
+}
+
+/// Whether a schema refuses members it does not list (`additionalProperties: false`).
+pub(crate) fn refuses_unknown(schema: &Value) -> bool {
+    schema.get("additionalProperties") == Some(&Value::Bool(false))
+}
+
+fn accepted_names(properties: Option<&Map<String, Value>>) -> Vec<&str> {
+    properties
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// "Unknown argument `x`; remove it. Accepted: `a`, `b`." for names under `parent` (empty at
+/// the top level). At most a few names are repeated back, each shortened.
+fn unknown_message(parent: &str, unknown: &[String], accepted: Vec<&str>) -> String {
+    const SHOWN: usize = 8;
+    let quote = |names: Vec<String>| {
+        names
+            .iter()
+            .map(|n| format!("`{}`", truncate(n)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let shown = unknown.iter().take(SHOWN).map(|n| join_path(parent, n));
+    let mut text = if unknown.len() == 1 {
+        format!("Unknown argument {}; remove it.", quote(shown.collect()))
+    } else {
+        let mut names = quote(shown.collect());
+        if unknown.len() > SHOWN {
+            names.push_str(&format!(" and {} more", unknown.len() - SHOWN));
+        }
+        format!("Unknown arguments {names}; remove them.")
+    };
+    if accepted.is_empty() {
+        text.push_str(if parent.is_empty() {
+            " This tool takes no arguments."
+        } else {
+            " Nothing else is accepted there."
+        });
+    } else {
+        let accepted = accepted.into_iter().map(str::to_owned).collect();
+        text.push_str(&format!(" Accepted: {}.", quote(accepted)));
+    }
+    text
 }
 
 /// Arguments that do not fit the tool's parameters, explained in words.
@@ -118,12 +253,25 @@ fn explain(path: &str, err: &serde_json::Error, args: &Value, schema: &Value) ->
         );
     }
     if let Some(field) = between(&serde_msg, "unknown field `", "`") {
-        let full = join_path(path, field);
-        let allowed = serde_msg
-            .split_once(", expected ")
-            .map(|(_, rest)| format!(" Allowed: {rest}."))
-            .unwrap_or_default();
-        return format!("Unknown argument `{full}`; remove it.{allowed}");
+        // A type that denies unknown fields itself: the same message as the schema's check.
+        // The path ends at the unknown member itself.
+        let parent = match path.strip_suffix(field) {
+            Some("" | ".") => "",
+            Some(p) if p.ends_with('.') => &p[..p.len() - 1],
+            _ if path == "." => "",
+            _ => path,
+        };
+        let listed = node_at(schema, parent)
+            .and_then(|n| n.get("properties"))
+            .and_then(Value::as_object);
+        let accepted = match listed {
+            Some(_) => accepted_names(listed),
+            None => serde_msg
+                .split_once(", expected ")
+                .map(|(_, rest)| rest.split('`').skip(1).step_by(2).collect())
+                .unwrap_or_default(),
+        };
+        return unknown_message(parent, &[field.to_owned()], accepted);
     }
     let shown_path = if path.is_empty() || path == "." {
         ""
@@ -207,6 +355,11 @@ fn segments(path: &str) -> Vec<Segment<'_>> {
 
 /// Describes, from the input schema, what the argument at `path` must be.
 fn expected_at(schema: &Value, path: &str) -> Option<String> {
+    describe_schema(schema, node_at(schema, path)?)
+}
+
+/// The input schema's node for the argument at `path`, references followed.
+fn node_at<'v>(schema: &'v Value, path: &str) -> Option<&'v Value> {
     let mut node = schema;
     for segment in segments(path) {
         node = resolve(schema, node);
@@ -215,7 +368,7 @@ fn expected_at(schema: &Value, path: &str) -> Option<String> {
             Segment::Index(_) => node.get("items")?,
         };
     }
-    describe_schema(schema, resolve(schema, node))
+    Some(resolve(schema, node))
 }
 
 /// Follows a local `$ref` (`#/$defs/X` or `#/definitions/X`).
@@ -411,6 +564,71 @@ mod tests {
             e.message(),
             "Argument `items[1].n` must be an integer, but got the boolean true."
         );
+    }
+
+    fn strict(v: Value) -> ToolArgs {
+        let schema = json!({
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "additionalProperties": false
+        });
+        ToolArgs::new(Some(crate::protocol::jsonrpc::to_raw(&v)), Arc::new(schema))
+    }
+
+    #[test]
+    fn a_type_that_denies_unknown_fields_gets_the_same_message_as_the_schema_check() {
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct Strict {
+            a: i64,
+            b: i64,
+        }
+        let from_serde = args(json!({"a": 1, "b": 2, "c": 3}))
+            .parse::<Strict>()
+            .unwrap_err();
+        let from_schema = strict(json!({"a": 1, "b": 2, "c": 3}))
+            .parse::<Add>()
+            .unwrap_err();
+        assert_eq!(from_serde, from_schema);
+        assert_eq!(
+            from_schema.message(),
+            "Unknown argument `c`; remove it. Accepted: `a`, `b`."
+        );
+    }
+
+    #[test]
+    fn many_unknown_arguments_are_listed_briefly() {
+        let mut v = json!({"a": 1, "b": 2});
+        for i in 0..20 {
+            v[format!("x{i:02}")] = json!(i);
+        }
+        v["y".repeat(200)] = json!(0);
+        let e = strict(v).parse::<Add>().unwrap_err();
+        assert!(
+            e.message().starts_with(
+                "Unknown arguments `x00`, `x01`, `x02`, `x03`, `x04`, `x05`, `x06`, `x07` and 13 more; remove them."
+            ),
+            "{e}"
+        );
+        let long = strict(json!({"a": 1, "b": 2, "z".repeat(100): 0}))
+            .parse::<Add>()
+            .unwrap_err();
+        assert!(long.message().len() < 200, "{long}");
+    }
+
+    #[test]
+    fn decode_takes_the_value_decoded_earlier_instead_of_decoding_again() {
+        let a = args(json!({"a": "not a number", "b": 1}))
+            .with_decoded(Some(Decoded::new(Add { a: 4, b: 5 })));
+        let add = a.decode::<Add>().unwrap();
+        assert_eq!((add.a, add.b), (4, 5));
+        // A value of another type is not used: the text is decoded.
+        let e = args(json!({"a": "x", "b": 1}))
+            .with_decoded(Some(Decoded::new(7_u8)))
+            .decode::<Add>()
+            .unwrap_err();
+        assert!(e.message().starts_with("Argument `a`"), "{e}");
     }
 
     #[test]

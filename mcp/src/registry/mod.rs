@@ -13,6 +13,7 @@ mod prompt;
 mod resource;
 mod template;
 mod tool;
+mod unknown;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -26,6 +27,7 @@ use parking_lot::Mutex;
 use serde_json::value::RawValue;
 
 pub use arguments::{ArgumentError, ToolArgs};
+pub(crate) use arguments::{Decoded, json_text, parse_text};
 pub use completion::{Completer, CompletionRequest, complete_from, prefix_matches};
 pub use output::{
     IntoPromptResult, IntoResourceContents, IntoToolResult, Json, PromptError, ResourceError,
