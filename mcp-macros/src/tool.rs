@@ -218,7 +218,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     }
     if let Some(out) = json_output(&func.sig.output) {
         setters.push(quote_spanned! {out.span()=>
-            .output_schema(::mcp::macros_support::output_schema_for::<#out>())
+            .output_schema(::mcp::registry::output_schema_for::<#out>())
         });
     }
     let is_sensitive = destructive || sensitive;
@@ -260,13 +260,12 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     })
 }
 
-/// `T` when the function returns `Json<T>` or `Result<Json<T>, E>`: its output schema.
+/// `T` when the function returns `Json<T>` or `Structured<T>`, alone or as the `Ok` of a
+/// `Result`: its output schema.
 fn json_output(output: &ReturnType) -> Option<&Type> {
     let ReturnType::Type(_, ty) = output else {
         return None;
     };
-    if let Some(t) = generic_inner(ty, "Json") {
-        return Some(t);
-    }
-    generic_inner(ty, "Result").and_then(|ok| generic_inner(ok, "Json"))
+    let structured = |ty| generic_inner(ty, "Json").or_else(|| generic_inner(ty, "Structured"));
+    structured(ty).or_else(|| generic_inner(ty, "Result").and_then(structured))
 }

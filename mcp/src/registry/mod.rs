@@ -31,7 +31,7 @@ pub(crate) use arguments::{Decoded, json_text, parse_text};
 pub use completion::{Completer, CompletionRequest, complete_from, prefix_matches};
 pub use output::{
     IntoPromptResult, IntoResourceContents, IntoToolResult, Json, PromptError, ResourceError,
-    ToolError,
+    Structured, ToolError,
 };
 pub use prompt::{PromptArgs, PromptDef, PromptHandler};
 pub use resource::{
@@ -39,7 +39,8 @@ pub use resource::{
 };
 pub use template::{TemplateError, TemplateVars, UriTemplate, percent_decode};
 pub use tool::{
-    ToolDef, ToolDefError, ToolHandler, ToolProblem, input_schema_for, validate_tool_name,
+    ToolDef, ToolDefError, ToolHandler, ToolProblem, input_schema_for, output_schema_for,
+    validate_tool_name,
 };
 
 pub(crate) use tool::Listed;

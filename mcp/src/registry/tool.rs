@@ -213,9 +213,10 @@ impl ToolDef {
         self
     }
 
-    /// Sets the output schema from a type.
+    /// Sets the output schema from a type (see [`output_schema_for`]): for a tool returning
+    /// [`Json<T>`](super::Json) or [`Structured<T>`](super::Structured).
     pub fn output_type<T: schemars::JsonSchema>(self) -> Self {
-        self.output_schema(serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default())
+        self.output_schema(output_schema_for::<T>())
     }
 
     /// Replaces the annotations.
@@ -372,6 +373,16 @@ pub fn input_schema_for<A: schemars::JsonSchema>() -> Value {
         if !COMBINED.iter().any(|k| map.contains_key(*k)) {
             map.insert("additionalProperties".into(), Value::Bool(false));
         }
+    }
+    schema
+}
+
+/// The `outputSchema` for a structured result of type `T`: schemars' 2020-12 schema
+/// without `$schema` (the protocol's default dialect; some hosts refuse the keyword).
+pub fn output_schema_for<T: schemars::JsonSchema>() -> Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
+    if let Value::Object(map) = &mut schema {
+        map.remove("$schema");
     }
     schema
 }
