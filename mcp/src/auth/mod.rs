@@ -33,7 +33,7 @@ pub use audit::{AuditEvent, AuditOutcome, AuditSink};
 pub use builtins::{allow_all, allowlist, ask_before_sensitive, deny_all, policy, policy_async};
 
 use crate::protocol::{CallToolResult, ErrorObject, codes};
-use crate::registry::{ArgumentError, Decoded, ToolDef, json_text, parse_text};
+use crate::registry::{ArgsSchema, ArgumentError, Decoded, ToolDef, json_text};
 use crate::server::{ConnId, Transport};
 
 /// What an authorizer decided.
@@ -206,9 +206,6 @@ impl fmt::Debug for AuthRequest<'_> {
     }
 }
 
-/// The schema of a request without a tool: nothing to explain from, nothing refused.
-static NO_SCHEMA: Value = Value::Null;
-
 impl<'a> AuthRequest<'a> {
     pub(crate) fn new(
         seam: Seam,
@@ -316,7 +313,7 @@ impl<'a> AuthRequest<'a> {
         typed_view(
             self.decoded.as_ref(),
             &text,
-            self.tool.map_or(&NO_SCHEMA, |t| &**t.input_schema()),
+            self.tool.map(ToolDef::args_schema),
         )
     }
 
@@ -334,25 +331,29 @@ impl<'a> AuthRequest<'a> {
             arguments: self.arguments().clone(),
             context: self.context.clone(),
             decoded: self.decoded.clone(),
-            schema: self.tool.map(|t| Arc::clone(t.input_schema())),
+            schema: self.tool.map(|t| t.args_schema().clone()),
         }
     }
 }
 
 /// The arguments as `T`: the value already decoded when it is one, else decoded from the
-/// JSON text now.
+/// JSON text now (as the tool would, when there is one).
 fn typed_view<T>(
     decoded: Option<&Decoded>,
     text: &str,
-    schema: &Value,
+    schema: Option<&ArgsSchema>,
 ) -> Result<Arc<T>, ArgumentError>
 where
     T: DeserializeOwned + Send + Sync + 'static,
 {
-    match decoded.and_then(Decoded::get::<T>) {
-        Some(value) => Ok(value),
-        None => parse_text::<T>(text, schema).map(Arc::new),
+    if let Some(value) = decoded.and_then(Decoded::get::<T>) {
+        return Ok(value);
     }
+    match schema {
+        Some(schema) => schema.parse::<T>(text),
+        None => ArgsSchema::new(Arc::new(Value::Null)).parse::<T>(text),
+    }
+    .map(Arc::new)
 }
 
 /// An owned [`AuthRequest`], handed to async policies.
@@ -369,7 +370,7 @@ pub struct OwnedAuthRequest {
     /// Who asks.
     pub context: AuthContext,
     decoded: Option<Decoded>,
-    schema: Option<Arc<Value>>,
+    schema: Option<ArgsSchema>,
 }
 
 impl OwnedAuthRequest {
@@ -396,7 +397,7 @@ impl OwnedAuthRequest {
         typed_view(
             self.decoded.as_ref(),
             &self.arguments.to_string(),
-            self.schema.as_deref().unwrap_or(&NO_SCHEMA),
+            self.schema.as_ref(),
         )
     }
 }

@@ -21,7 +21,7 @@ use super::unknown::deserialize_checked;
 pub struct ToolArgs {
     /// The JSON text of the arguments, as the client sent it.
     raw: Option<Arc<str>>,
-    schema: Arc<Value>,
+    schema: ArgsSchema,
     /// The arguments already decoded into the handler's type, when the server decoded them
     /// before asking the authorizer (so the handler does not decode them again).
     decoded: Option<Decoded>,
@@ -38,9 +38,14 @@ impl ToolArgs {
         Self::from_json_text(raw.map(|r| Arc::from(r.get())), schema)
     }
 
-    /// Wraps the JSON text of arguments taken from a valid JSON document (one allocation
-    /// per call: the text is copied once out of the frame).
-    pub(crate) fn from_json_text(raw: Option<Arc<str>>, schema: Arc<Value>) -> Self {
+    /// Wraps the JSON text of arguments taken from a valid JSON document.
+    fn from_json_text(raw: Option<Arc<str>>, schema: Arc<Value>) -> Self {
+        Self::with_schema(raw, ArgsSchema::new(schema))
+    }
+
+    /// Wraps the JSON text of a call's arguments (one allocation per call: the text is
+    /// copied once out of the frame), with the tool's schema as worked out at registration.
+    pub(crate) fn with_schema(raw: Option<Arc<str>>, schema: ArgsSchema) -> Self {
         ToolArgs {
             raw,
             schema,
@@ -68,7 +73,7 @@ impl ToolArgs {
     /// expected type (from the tool's input schema) and what the client sent. When the
     /// schema says `additionalProperties: false`, arguments it does not list are refused.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ArgumentError> {
-        parse_text(self.raw_json(), &self.schema)
+        self.schema.parse(self.raw_json())
     }
 
     /// Like [`ToolArgs::parse`], taking the arguments: when the server already decoded them
@@ -119,12 +124,45 @@ pub(crate) fn json_text(raw: Option<&str>) -> &str {
     }
 }
 
+/// A tool's input schema with what decoding needs from it, worked out once: the schema
+/// itself (to explain a failure) and, when it says `additionalProperties: false`, the names
+/// of the arguments it accepts (checked on every call).
+#[derive(Clone, Debug)]
+pub(crate) struct ArgsSchema {
+    schema: Arc<Value>,
+    accepted: Option<Arc<[Box<str>]>>,
+}
+
+impl ArgsSchema {
+    pub(crate) fn new(schema: Arc<Value>) -> Self {
+        let accepted = (schema.get("additionalProperties") == Some(&Value::Bool(false))).then(|| {
+            schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|p| p.keys().map(|k| Box::from(k.as_str())).collect())
+                .unwrap_or_default()
+        });
+        ArgsSchema { schema, accepted }
+    }
+
+    /// The schema as given.
+    pub(crate) fn value(&self) -> &Arc<Value> {
+        &self.schema
+    }
+
+    /// Decodes the JSON text of a call's arguments into `T`, explaining any failure from
+    /// the schema, and refusing arguments it does not accept.
+    pub(crate) fn parse<T: DeserializeOwned>(&self, text: &str) -> Result<T, ArgumentError> {
+        parse_text(text, &self.schema, self.accepted.as_deref())
+    }
+}
+
 /// Decodes the JSON text of a call's arguments into `T`, explaining any failure from the
-/// input schema, and refusing arguments the schema does not list when it says
-/// `additionalProperties: false`.
+/// input schema; with `accepted`, refusing every argument not named there.
 pub(crate) fn parse_text<T: DeserializeOwned>(
     text: &str,
     schema: &Value,
+    accepted: Option<&[Box<str>]>,
 ) -> Result<T, ArgumentError> {
     if !text.starts_with('{') {
         return Err(ArgumentError {
@@ -136,17 +174,17 @@ pub(crate) fn parse_text<T: DeserializeOwned>(
     }
     // The common case pays for no path tracking: only arguments that fail are decoded
     // again, tracking where, to explain the failure.
-    if refuses_unknown(schema) {
+    if let Some(accepted) = accepted {
         let mut unknown = Vec::new();
         let mut de = serde_json::Deserializer::from_str(text);
-        let known = schema.get("properties").and_then(Value::as_object);
-        match deserialize_checked::<_, T>(&mut de, known, &mut unknown)
+        match deserialize_checked::<_, T>(&mut de, accepted, &mut unknown)
             .and_then(|v| de.end().map(|()| v))
         {
             Ok(v) if unknown.is_empty() => return Ok(v),
             Ok(_) => {
+                let accepted = accepted.iter().map(|n| &**n).collect();
                 return Err(ArgumentError {
-                    message: unknown_message("", &unknown, accepted_names(known)),
+                    message: unknown_message("", &unknown, accepted),
                 });
             }
             Err(_) => {}
@@ -166,11 +204,6 @@ pub(crate) fn parse_text<T: DeserializeOwned>(
             })
         }
     }
-}
-
-/// Whether a schema refuses members it does not list (`additionalProperties: false`).
-pub(crate) fn refuses_unknown(schema: &Value) -> bool {
-    schema.get("additionalProperties") == Some(&Value::Bool(false))
 }
 
 fn accepted_names(properties: Option<&Map<String, Value>>) -> Vec<&str> {

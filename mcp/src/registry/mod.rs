@@ -27,7 +27,7 @@ use parking_lot::Mutex;
 use serde_json::value::RawValue;
 
 pub use arguments::{ArgumentError, ToolArgs};
-pub(crate) use arguments::{Decoded, json_text, parse_text};
+pub(crate) use arguments::{ArgsSchema, Decoded, json_text};
 pub use completion::{Completer, CompletionRequest, complete_from, prefix_matches};
 pub use output::{
     IntoPromptResult, IntoResourceContents, IntoToolResult, Json, PromptError, ResourceError,

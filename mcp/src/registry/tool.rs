@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::BoxFuture;
-use super::arguments::{ArgumentError, Decoded, ToolArgs, json_text, parse_text};
+use super::arguments::{ArgsSchema, ArgumentError, Decoded, ToolArgs, json_text};
 use super::output::IntoToolResult;
 use crate::context::Ctx;
 use crate::protocol::{CallToolResult, Icon, Tool, ToolAnnotations};
@@ -39,7 +39,7 @@ where
 #[derive(Clone)]
 pub struct ToolDef {
     pub(crate) tool: Tool,
-    pub(crate) schema: Arc<Value>,
+    schema: ArgsSchema,
     pub(crate) sensitive: bool,
     pub(crate) scopes: Vec<String>,
     pub(crate) timeout: Option<Duration>,
@@ -51,13 +51,13 @@ pub struct ToolDef {
 }
 
 /// Decodes the JSON text of a call's arguments as a typed tool's handler would.
-type Decoder = fn(&str, &Value) -> Result<Decoded, ArgumentError>;
+type Decoder = fn(&str, &ArgsSchema) -> Result<Decoded, ArgumentError>;
 
 fn decode_as<A: DeserializeOwned + Send + Sync + 'static>(
     text: &str,
-    schema: &Value,
+    schema: &ArgsSchema,
 ) -> Result<Decoded, ArgumentError> {
-    parse_text::<A>(text, schema).map(Decoded::new)
+    schema.parse::<A>(text).map(Decoded::new)
 }
 
 impl fmt::Debug for ToolDef {
@@ -79,13 +79,13 @@ impl ToolDef {
         input_schema: Value,
         handler: impl ToolHandler,
     ) -> Self {
-        let schema = Arc::new(input_schema);
+        let schema = ArgsSchema::new(Arc::new(input_schema));
         ToolDef {
             tool: Tool {
                 name: name.into(),
                 title: None,
                 description: Some(description.into()),
-                input_schema: (*schema).clone(),
+                input_schema: (**schema.value()).clone(),
                 output_schema: None,
                 annotations: None,
                 icons: None,
@@ -167,7 +167,7 @@ impl ToolDef {
         {
             map.remove("additionalProperties");
         }
-        self.schema = Arc::new(self.tool.input_schema.clone());
+        self.schema = ArgsSchema::new(Arc::new(self.tool.input_schema.clone()));
         self
     }
 
@@ -183,7 +183,12 @@ impl ToolDef {
 
     /// The arguments handed to the handler, with the value decoded earlier if any.
     pub(crate) fn call_args(&self, raw: Option<Arc<str>>, decoded: Option<Decoded>) -> ToolArgs {
-        ToolArgs::from_json_text(raw, Arc::clone(&self.schema)).with_decoded(decoded)
+        ToolArgs::with_schema(raw, self.schema.clone()).with_decoded(decoded)
+    }
+
+    /// The input schema as decoding uses it.
+    pub(crate) fn args_schema(&self) -> &ArgsSchema {
+        &self.schema
     }
 
     /// The tool's name.
@@ -198,7 +203,7 @@ impl ToolDef {
 
     /// The input schema.
     pub fn input_schema(&self) -> &Arc<Value> {
-        &self.schema
+        self.schema.value()
     }
 
     /// Sets a display title.
