@@ -380,3 +380,41 @@ async fn a_macro_tool_is_checked_before_asking_and_the_question_reads_its_own_ty
     let ask = expect_server_request(&mut client, "elicitation/create").await;
     assert_eq!(ask["params"]["message"], "Send 3 credits to ada?");
 }
+
+/// Arguments whose decoding panics.
+#[derive(schemars::JsonSchema)]
+struct Explosive {
+    #[allow(dead_code)]
+    fuse: u8,
+}
+
+impl<'de> serde::Deserialize<'de> for Explosive {
+    fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        panic!("decoding blew up");
+    }
+}
+
+#[tokio::test]
+async fn a_decoding_that_panics_before_the_authorizer_is_contained() {
+    let runs = Runs::new();
+    let server = Server::builder("explosive", "0")
+        .tool(ToolDef::from_fn(
+            "boom",
+            "Never decodes.",
+            |_ctx, _e: Explosive| async { "unreachable" },
+        ))
+        .tool(mcp_tests::counting_tool("after", &runs))
+        .authorizer(policy(|_| Decision::ask("Run it?")))
+        .build()
+        .unwrap();
+    let mut client = initialized_client(&server, json!({"elicitation": {}})).await;
+    let response = handshake_call(&mut client, 1, "boom", json!({"fuse": 1})).await;
+    assert_argument_error(
+        &response,
+        "callback_panicked: the tool handler failed unexpectedly; the server log has the details",
+    );
+    // The server keeps serving.
+    client.send(call_frame(2, "after", json!({})));
+    let ask = expect_server_request(&mut client, "elicitation/create").await;
+    assert_eq!(ask["params"]["message"], "Run it?");
+}

@@ -135,13 +135,14 @@ pub(crate) struct ArgsSchema {
 
 impl ArgsSchema {
     pub(crate) fn new(schema: Arc<Value>) -> Self {
-        let accepted = (schema.get("additionalProperties") == Some(&Value::Bool(false))).then(|| {
-            schema
-                .get("properties")
-                .and_then(Value::as_object)
-                .map(|p| p.keys().map(|k| Box::from(k.as_str())).collect())
-                .unwrap_or_default()
-        });
+        let accepted =
+            (schema.get("additionalProperties") == Some(&Value::Bool(false))).then(|| {
+                schema
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().map(|k| Box::from(k.as_str())).collect())
+                    .unwrap_or_default()
+            });
         ArgsSchema { schema, accepted }
     }
 

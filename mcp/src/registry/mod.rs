@@ -26,8 +26,8 @@ use base64::Engine as _;
 use parking_lot::Mutex;
 use serde_json::value::RawValue;
 
-pub use arguments::{ArgumentError, ToolArgs};
 pub(crate) use arguments::{ArgsSchema, Decoded, json_text};
+pub use arguments::{ArgumentError, ToolArgs};
 pub use completion::{Completer, CompletionRequest, complete_from, prefix_matches};
 pub use output::{
     IntoPromptResult, IntoResourceContents, IntoToolResult, Json, PromptError, ResourceError,

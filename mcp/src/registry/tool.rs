@@ -173,12 +173,20 @@ impl ToolDef {
 
     /// Decodes a call's arguments (their JSON text, `None` when the call had none) as this
     /// tool's handler will, when the tool has a typed handler; `None` otherwise.
+    /// A type whose decoding panics is contained as a panicking handler would be.
     pub(crate) fn decode_arguments(
         &self,
         raw: Option<&str>,
     ) -> Option<Result<Decoded, ArgumentError>> {
-        self.decoder
-            .map(|decode| decode(json_text(raw), &self.schema))
+        let decode = self.decoder?;
+        let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            decode(json_text(raw), &self.schema)
+        }));
+        Some(decoded.unwrap_or_else(|payload| {
+            let message = crate::util::panic_message(&payload);
+            tracing::error!(target: "mcp::server", tool = %self.name(), panic = %message, "decoding a tool's arguments panicked");
+            Err(ArgumentError::new(crate::util::callback_panicked("tool")))
+        }))
     }
 
     /// The arguments handed to the handler, with the value decoded earlier if any.
