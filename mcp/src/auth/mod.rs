@@ -12,6 +12,12 @@
 //! It sees a closed, server-derived [`AuthContext`] (connection, transport, verified
 //! principal) and never anything the client merely asserts. A panicking, stalling or
 //! off-contract authorizer denies, in both seams, and the server keeps serving.
+//!
+//! On `tools/call`, a typed tool's arguments are decoded before the authorizer decides
+//! ([`AuthRequest::arguments_as`] reads them), so an `Ask` becomes a question only for a call
+//! that can run: arguments that do not fit get the tool's argument error instead (a deny
+//! still wins). A client that cannot be asked gets a deny saying so
+//! ([`reasons::APPROVAL_UNAVAILABLE`], with the question beside it).
 
 pub(crate) mod audit;
 pub mod bearer;
@@ -44,7 +50,8 @@ pub enum Decision {
     /// Refuse, with a reason (shown to the caller as `detail`).
     Deny(String),
     /// Ask the human first, with this question. On the tool seam this becomes an
-    /// elicitation; on the read seam it is a deny (reads cannot be approved interactively).
+    /// elicitation (an input-required result on 2026-07-28), for a call whose arguments fit
+    /// the tool; on the read seam it is a deny (reads cannot be approved interactively).
     Ask(String),
 }
 
