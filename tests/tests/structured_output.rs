@@ -4,7 +4,7 @@
 
 use mcp::prelude::*;
 use mcp::testing::TestClient;
-use mcp_tests::validate_server_message;
+use mcp_tests::{validate_against, validate_server_message};
 use serde_json::{Value, json};
 
 /// Tomorrow's weather.
@@ -63,18 +63,6 @@ async fn output_schema(c: &mut TestClient, name: &str) -> Value {
     tool.output_schema.clone().expect("an outputSchema")
 }
 
-fn assert_fits(schema: &Value, instance: &Value) {
-    let validator = jsonschema::validator_for(schema).expect("a valid schema");
-    let errors: Vec<String> = validator
-        .iter_errors(instance)
-        .map(|e| e.to_string())
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "{instance} does not fit {schema}: {errors:?}"
-    );
-}
-
 #[tokio::test]
 async fn own_text_beside_structured_content_fits_the_declared_schema_in_both_eras() {
     let s = server();
@@ -101,7 +89,7 @@ async fn own_text_beside_structured_content_fits_the_declared_schema_in_both_era
             result["structuredContent"],
             json!({"celsius": 21.5, "rain": false})
         );
-        assert_fits(&schema, &result["structuredContent"]);
+        validate_against(&schema, &result["structuredContent"]).unwrap_or_else(|e| panic!("{e}"));
 
         let error = call(&mut c, version, "forecast", json!({"city": ""})).await;
         assert_eq!(error["isError"], true);
@@ -110,6 +98,6 @@ async fn own_text_beside_structured_content_fits_the_declared_schema_in_both_era
         let schema = output_schema(&mut c, "rain").await;
         let result = call(&mut c, version, "rain", json!({})).await;
         assert_eq!(result["content"][1]["text"], "Really.");
-        assert_fits(&schema, &result["structuredContent"]);
+        validate_against(&schema, &result["structuredContent"]).unwrap_or_else(|e| panic!("{e}"));
     }
 }
