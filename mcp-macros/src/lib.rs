@@ -39,5 +39,5 @@ pub fn prompt(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// examples at `mcp::server`.
 #[proc_macro]
 pub fn server(input: TokenStream) -> TokenStream {
-    emit(server::expand(input.into()))
+    server::expand(input.into()).into()
 }

@@ -1,7 +1,7 @@
 //! `server!`: wires tools, resources and prompts into a server, checks at compile time what
 //! can be checked, and generates the binary's `main`.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote, quote_spanned};
 use syn::ext::IdentExt as _;
 use syn::parse::{Parse, ParseStream};
@@ -85,7 +85,36 @@ fn path_text(p: &Path) -> String {
     p.to_token_stream().to_string().replace(' ', "")
 }
 
-pub fn expand(input: TokenStream) -> syn::Result<TokenStream> {
+/// The expansion, or its errors with a stand-in `main` (unless the input says `main:
+/// false`): without one, every mistake in server! would come with a second error, "`main`
+/// function not found", that only distracts.
+pub fn expand(input: TokenStream) -> TokenStream {
+    let writes_main = !says_main_false(&input);
+    match expand_checked(input) {
+        Ok(tokens) => tokens,
+        Err(errors) => {
+            let errors = errors.into_compile_error();
+            let main = writes_main.then(|| quote! { fn main() {} });
+            quote! { #errors #main }
+        }
+    }
+}
+
+/// Whether the input holds `main: false` at its top level (read from the tokens, so it
+/// works on input that does not parse).
+fn says_main_false(input: &TokenStream) -> bool {
+    let tokens: Vec<TokenTree> = input.clone().into_iter().collect();
+    tokens.windows(3).any(|w| match w {
+        [
+            TokenTree::Ident(key),
+            TokenTree::Punct(colon),
+            TokenTree::Ident(value),
+        ] => key == "main" && colon.as_char() == ':' && value == "false",
+        _ => false,
+    })
+}
+
+fn expand_checked(input: TokenStream) -> syn::Result<TokenStream> {
     let Input(entries) = syn::parse2(input)?;
     let mut errors = Errors::default();
     let mut spec = Spec {

@@ -23,6 +23,7 @@ const OPTIONS: &[&str] = &[
     "scopes",
     "timeout_ms",
     "meta",
+    "allow_unknown_arguments",
 ];
 
 /// The tool-name rule of the specification: 1 to 128 characters of `A-Z a-z 0-9 _ - .`.
@@ -57,6 +58,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let mut description: Option<LitStr> = None;
     let (mut read_only, mut destructive, mut idempotent, mut open_world, mut sensitive) =
         (false, false, false, false, false);
+    let mut allow_unknown_arguments = false;
     let mut icons = Vec::new();
     let mut scopes = Vec::new();
     let mut timeout_ms = None;
@@ -76,6 +78,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             "scopes" => scopes = opt.str_list(&mut errors),
             "timeout_ms" => timeout_ms = opt.u64(&mut errors),
             "meta" => meta = opt.expr(&mut errors),
+            "allow_unknown_arguments" => allow_unknown_arguments = opt.flag(&mut errors),
             _ => unknown_option(&opt, Kind::Tool, OPTIONS, &mut errors),
         }
     }
@@ -194,6 +197,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         (idempotent, "idempotent"),
         (open_world, "open_world"),
         (sensitive, "sensitive"),
+        (allow_unknown_arguments, "allow_unknown_arguments"),
     ] {
         if on {
             let m = format_ident!("{method}");
@@ -214,7 +218,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     }
     if let Some(out) = json_output(&func.sig.output) {
         setters.push(quote_spanned! {out.span()=>
-            .output_schema(::mcp::macros_support::output_schema_for::<#out>())
+            .output_schema(::mcp::registry::output_schema_for::<#out>())
         });
     }
     let is_sensitive = destructive || sensitive;
@@ -239,22 +243,14 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                     static DEF: ::std::sync::OnceLock<::mcp::registry::ToolDef> =
                         ::std::sync::OnceLock::new();
                     ::core::clone::Clone::clone(DEF.get_or_init(|| {
-                        let handler = |__ctx: ::mcp::Ctx, __raw: ::mcp::registry::ToolArgs| async move {
-                            let __args = match __raw.parse::<#args_ty>() {
-                                ::core::result::Result::Ok(a) => a,
-                                ::core::result::Result::Err(e) => {
-                                    return ::mcp::protocol::CallToolResult::error(e.to_string());
-                                }
-                            };
-                            let _ = &__args;
-                            let _ = &__ctx;
-                            #convert
-                        };
-                        ::mcp::registry::ToolDef::new(
+                        ::mcp::registry::ToolDef::from_fn(
                             #tool_name,
                             #description_text,
-                            ::mcp::registry::input_schema_for::<#args_ty>(),
-                            handler,
+                            |__ctx: ::mcp::Ctx, __args: #args_ty| async move {
+                                let _ = &__args;
+                                let _ = &__ctx;
+                                #convert
+                            },
                         )
                         #(#setters)*
                     }))
@@ -264,13 +260,12 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     })
 }
 
-/// `T` when the function returns `Json<T>` or `Result<Json<T>, E>`: its output schema.
+/// `T` when the function returns `Json<T>` or `Structured<T>`, alone or as the `Ok` of a
+/// `Result`: its output schema.
 fn json_output(output: &ReturnType) -> Option<&Type> {
     let ReturnType::Type(_, ty) = output else {
         return None;
     };
-    if let Some(t) = generic_inner(ty, "Json") {
-        return Some(t);
-    }
-    generic_inner(ty, "Result").and_then(|ok| generic_inner(ok, "Json"))
+    let structured = |ty| generic_inner(ty, "Json").or_else(|| generic_inner(ty, "Structured"));
+    structured(ty).or_else(|| generic_inner(ty, "Result").and_then(structured))
 }

@@ -95,7 +95,7 @@ pub mod prelude {
     };
     pub use crate::registry::{
         CompletionRequest, Json, PromptDef, PromptError, ResourceDef, ResourceError,
-        ResourceTemplateDef, ToolDef, ToolError, complete_from,
+        ResourceTemplateDef, Structured, ToolDef, ToolError, complete_from,
     };
     pub use crate::server::{Server, ServerBuilder, Transport};
     pub use crate::{prompt, resource, tool};

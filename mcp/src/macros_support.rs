@@ -125,16 +125,6 @@ pub fn into_tool_result<R: IntoToolResult>(value: R) -> CallToolResult {
     value.into_tool_result()
 }
 
-/// The `outputSchema` for `Json<T>`: schemars' 2020-12 schema without `$schema` (the
-/// protocol's default dialect; some hosts refuse the keyword).
-pub fn output_schema_for<T: schemars::JsonSchema>() -> Value {
-    let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
-    if let Value::Object(map) = &mut schema {
-        map.remove("$schema");
-    }
-    schema
-}
-
 /// Icons from their URIs.
 pub fn icons<const N: usize>(sources: [&str; N]) -> Vec<Icon> {
     sources.into_iter().map(Icon::new).collect()

@@ -12,3 +12,22 @@ pub(crate) fn random_token(n: usize) -> String {
     }
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
+
+/// The text of a panic's payload, for the log (never for the client: it can carry upstream
+/// bytes).
+pub(crate) fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-string panic payload)".to_owned()
+    }
+}
+
+/// What the client is told when a `what` handler panicked: the kind of failure only.
+pub(crate) fn callback_panicked(what: &str) -> String {
+    format!(
+        "callback_panicked: the {what} handler failed unexpectedly; the server log has the details"
+    )
+}

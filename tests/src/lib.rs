@@ -12,7 +12,7 @@ pub mod schema;
 pub use gate::Gate;
 pub use pipe::PipeServer;
 pub use process::{StdioServer, Wiring};
-pub use schema::{SchemaValidator, validate_server_message};
+pub use schema::{SchemaValidator, validate_against, validate_server_message};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -72,19 +72,27 @@ impl SchemaValidator {
                 }
             }
         };
-        let errors: Vec<String> = validator
-            .iter_errors(instance)
-            .map(|e| format!("{} at {}", e, e.instance_path()))
-            .collect();
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} {name}: {}\n  in {instance}",
-                self.version,
-                errors.join("; ")
-            ))
-        }
+        check(&validator, instance).map_err(|e| format!("{} {name}: {e}", self.version))
+    }
+}
+
+/// Validates `instance` against a schema of its own (a tool's `outputSchema`, say).
+pub fn validate_against(schema: &Value, instance: &Value) -> Result<(), String> {
+    let validator =
+        jsonschema::validator_for(schema).map_err(|e| format!("invalid schema {schema}: {e}"))?;
+    check(&validator, instance)
+}
+
+/// Every way `instance` breaks the validator's schema, in one message.
+fn check(validator: &jsonschema::Validator, instance: &Value) -> Result<(), String> {
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{}\n  in {instance}", errors.join("; ")))
     }
 }
 

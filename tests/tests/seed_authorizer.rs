@@ -115,11 +115,16 @@ async fn deny_all_gives_the_authorization_required_payload() {
 }
 
 #[tokio::test]
-async fn ask_without_elicitation_denies_with_the_prompt_as_detail() {
+async fn ask_without_elicitation_denies_saying_approval_could_not_be_requested() {
     let server = server_with(Some(policy(|_| Decision::ask("Add two numbers?"))));
     let payload = deny_payload(&call_add(&server).await);
     assert_eq!(payload["decision"], "ask");
-    assert_eq!(payload["detail"], "Add two numbers?");
+    assert_eq!(payload["question"], "Add two numbers?");
+    let detail = payload["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("approval_unavailable: this call needs a person's approval"),
+        "{detail}"
+    );
     assert_eq!(payload["tool"], "add");
 }
 

@@ -46,6 +46,24 @@ async fn park(client: &mut TestClient, id: i64) -> Value {
     expect_server_request(client, "elicitation/create").await
 }
 
+/// The deny for a client that cannot be asked: approval was required and could not be
+/// requested (and why), with the question beside it.
+fn assert_unaskable(response: &Value, why: &str) {
+    let payload = deny_payload_value(&response["result"]);
+    assert_eq!(payload["tool"], "spend");
+    assert_eq!(payload["decision"], "ask");
+    assert_eq!(payload["question"], PROMPT, "{response}");
+    assert_eq!(
+        payload["detail"],
+        format!(
+            "approval_unavailable: this call needs a person's approval, which could not be requested: {why}"
+        ),
+        "{response}"
+    );
+}
+
+const UNDECLARED: &str = "the client did not declare the elicitation capability";
+
 fn assert_ask_deny(response: &Value, detail: &str) {
     let payload = deny_payload_value(&response["result"]);
     assert_eq!(payload["tool"], "spend");
@@ -63,7 +81,7 @@ async fn without_the_capability_the_ask_is_a_deny_and_nothing_is_sent() {
     let mut client = initialized_client(&server, json!({})).await;
     client.send(call_frame(7, "spend", json!({})));
     let response = expect_response(&mut client, 7).await;
-    assert_ask_deny(&response, PROMPT);
+    assert_unaskable(&response, UNDECLARED);
     assert_silent(&mut client, QUIET).await;
     assert_eq!(runs.get(), 0);
 }
@@ -95,7 +113,10 @@ async fn with_the_capability_but_no_transport_the_ask_is_a_deny() {
     .await
     .expect("the deny comes at once, nothing is parked")
     .expect("a reply");
-    assert_ask_deny(&reply.to_value(), PROMPT);
+    assert_unaskable(
+        &reply.to_value(),
+        "the connection has no open channel to put a question on",
+    );
     assert_eq!(runs.get(), 0);
 }
 
@@ -384,7 +405,7 @@ async fn one_clients_capability_does_not_enable_another() {
     let mut c = initialized_client(&server, json!({})).await;
     c.send(call_frame(5, "spend", json!({})));
     let response = expect_response(&mut c, 5).await;
-    assert_ask_deny(&response, PROMPT);
+    assert_unaskable(&response, UNDECLARED);
     assert_silent(&mut b, QUIET).await;
     assert_silent(&mut c, Duration::from_millis(50)).await;
     assert_eq!(runs.get(), 0);
@@ -421,7 +442,7 @@ async fn taking_over_a_live_conn_id_inherits_nothing() {
     // The capability is gone: the new attachment never initialized, so it cannot be asked.
     new.send(call_frame(6, "spend", json!({})));
     let response = expect_response(&mut new, 6).await;
-    assert_ask_deny(&response, PROMPT);
+    assert_unaskable(&response, UNDECLARED);
     assert_eq!(runs.get(), 0);
 }
 

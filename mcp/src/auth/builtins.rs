@@ -90,7 +90,8 @@ where
 
 /// Asks the human before any sensitive tool runs (destructive, or marked sensitive) and
 /// allows everything else. The question names the tool and its arguments, so the human
-/// knows exactly what they approve.
+/// knows exactly what they approve; a call whose arguments do not fit the tool is answered
+/// with the argument error instead, and nobody is asked.
 pub fn ask_before_sensitive() -> Arc<dyn Authorizer> {
     policy(|req| {
         if req.seam() == Seam::Tool && req.is_sensitive() {

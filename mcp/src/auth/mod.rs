@@ -12,6 +12,12 @@
 //! It sees a closed, server-derived [`AuthContext`] (connection, transport, verified
 //! principal) and never anything the client merely asserts. A panicking, stalling or
 //! off-contract authorizer denies, in both seams, and the server keeps serving.
+//!
+//! On `tools/call`, a typed tool's arguments are decoded before the authorizer decides
+//! ([`AuthRequest::arguments_as`] reads them), so an `Ask` becomes a question only for a call
+//! that can run: arguments that do not fit get the tool's argument error instead (a deny
+//! still wins). A client that cannot be asked gets a deny saying so
+//! ([`reasons::APPROVAL_UNAVAILABLE`], with the question beside it).
 
 pub(crate) mod audit;
 pub mod bearer;
@@ -26,13 +32,14 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::FutureExt as _;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use audit::{AuditEvent, AuditOutcome, AuditSink};
 pub use builtins::{allow_all, allowlist, ask_before_sensitive, deny_all, policy, policy_async};
 
 use crate::protocol::{CallToolResult, ErrorObject, codes};
-use crate::registry::ToolDef;
+use crate::registry::{ArgsSchema, ArgumentError, Decoded, ToolDef, json_text};
 use crate::server::{ConnId, Transport};
 
 /// What an authorizer decided.
@@ -43,7 +50,8 @@ pub enum Decision {
     /// Refuse, with a reason (shown to the caller as `detail`).
     Deny(String),
     /// Ask the human first, with this question. On the tool seam this becomes an
-    /// elicitation; on the read seam it is a deny (reads cannot be approved interactively).
+    /// elicitation (an input-required result on 2026-07-28), for a call whose arguments fit
+    /// the tool; on the read seam it is a deny (reads cannot be approved interactively).
     Ask(String),
 }
 
@@ -84,6 +92,9 @@ pub mod reasons {
     pub const NOT_ALLOWLISTED: &str = "not_allowlisted";
     /// The caller lacks a scope the tool requires.
     pub const INSUFFICIENT_SCOPE: &str = "insufficient_scope";
+    /// The authorizer asked, and no answer could be had: the client cannot be asked, or the
+    /// replica holding the question stopped. The deny's detail goes on to say why.
+    pub const APPROVAL_UNAVAILABLE: &str = "approval_unavailable";
 }
 
 /// The verified identity behind a request: from a bearer token the server checked, never
@@ -185,6 +196,9 @@ pub struct AuthRequest<'a> {
     tool: Option<&'a ToolDef>,
     args: ArgsSource<'a>,
     parsed: OnceLock<Value>,
+    /// The arguments decoded into the tool's own type, when the server decoded them before
+    /// asking (a typed tool, arguments that fit).
+    decoded: Option<Decoded>,
     context: &'a AuthContext,
 }
 
@@ -213,8 +227,20 @@ impl<'a> AuthRequest<'a> {
             tool,
             args,
             parsed: OnceLock::new(),
+            decoded: None,
             context,
         }
+    }
+
+    /// Carries the arguments the server decoded into the tool's own type.
+    pub(crate) fn with_decoded(mut self, decoded: Option<Decoded>) -> Self {
+        self.decoded = decoded;
+        self
+    }
+
+    /// Hands the decoded arguments on (to the handler), once the decision is made.
+    pub(crate) fn take_decoded(&mut self) -> Option<Decoded> {
+        self.decoded.take()
     }
 
     /// Builds a request by hand, for testing a policy.
@@ -257,6 +283,47 @@ impl<'a> AuthRequest<'a> {
         })
     }
 
+    /// The arguments decoded into `T`, or the error a model would read for them.
+    ///
+    /// When `T` is the type the tool decodes its arguments into (the `#[args]` struct of a
+    /// `#[tool]`, or the argument type of [`ToolDef::from_fn`]), this is the very value the
+    /// tool will receive: the server decoded it once, before asking the authorizer, for
+    /// both. Any other `T` (a view of a few fields, say) is decoded from the arguments now.
+    ///
+    /// On `tools/call` the server asks only about calls that can run: when the arguments
+    /// do not fit the tool, the call is answered with the argument error whatever the
+    /// decision, unless it is a deny. So a policy that fails to read the tool's own type
+    /// can answer `Allow` or `Ask` and let the model read that error; nobody is asked.
+    /// (Deciding whether `tools/list` shows the tool, the server asks with `{}`.)
+    ///
+    /// ```
+    /// use mcp::auth::{Decision, policy};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Spend { amount: u64 }
+    ///
+    /// let guard = policy(|req| match (req.name(), req.arguments_as::<Spend>()) {
+    ///     ("spend", Ok(s)) if s.amount > 100 => Decision::deny("more than 100 needs a form"),
+    ///     ("spend", Ok(s)) => Decision::ask(format!("Spend {} credits?", s.amount)),
+    ///     _ => Decision::Allow,
+    /// });
+    /// # let _ = guard;
+    /// ```
+    pub fn arguments_as<T>(&self) -> Result<Arc<T>, ArgumentError>
+    where
+        T: DeserializeOwned + Send + Sync + 'static,
+    {
+        let text = match &self.args {
+            ArgsSource::Raw(raw) => std::borrow::Cow::Borrowed(json_text(Some(raw))),
+            ArgsSource::Value(v) => std::borrow::Cow::Owned(v.to_string()),
+        };
+        typed_view(
+            self.decoded.as_ref(),
+            &text,
+            self.tool.map(ToolDef::args_schema),
+        )
+    }
+
     /// Who asks.
     pub fn context(&self) -> &AuthContext {
         self.context
@@ -270,8 +337,30 @@ impl<'a> AuthRequest<'a> {
             sensitive: self.is_sensitive(),
             arguments: self.arguments().clone(),
             context: self.context.clone(),
+            decoded: self.decoded.clone(),
+            schema: self.tool.map(|t| t.args_schema().clone()),
         }
     }
+}
+
+/// The arguments as `T`: the value already decoded when it is one, else decoded from the
+/// JSON text now (as the tool would, when there is one).
+fn typed_view<T>(
+    decoded: Option<&Decoded>,
+    text: &str,
+    schema: Option<&ArgsSchema>,
+) -> Result<Arc<T>, ArgumentError>
+where
+    T: DeserializeOwned + Send + Sync + 'static,
+{
+    if let Some(value) = decoded.and_then(Decoded::get::<T>) {
+        return Ok(value);
+    }
+    match schema {
+        Some(schema) => schema.parse::<T>(text),
+        None => ArgsSchema::new(Arc::new(Value::Null)).parse::<T>(text),
+    }
+    .map(Arc::new)
 }
 
 /// An owned [`AuthRequest`], handed to async policies.
@@ -287,6 +376,37 @@ pub struct OwnedAuthRequest {
     pub arguments: Value,
     /// Who asks.
     pub context: AuthContext,
+    decoded: Option<Decoded>,
+    schema: Option<ArgsSchema>,
+}
+
+impl OwnedAuthRequest {
+    /// The arguments decoded into `T`, as [`AuthRequest::arguments_as`] gives them.
+    ///
+    /// ```
+    /// use mcp::auth::{Decision, policy_async};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Spend { amount: u64 }
+    ///
+    /// let guard = policy_async(|req| async move {
+    ///     match req.arguments_as::<Spend>() {
+    ///         Ok(s) => Decision::ask(format!("Spend {} credits?", s.amount)),
+    ///         Err(_) => Decision::Allow, // the call cannot run; the model gets the error
+    ///     }
+    /// });
+    /// # let _ = guard;
+    /// ```
+    pub fn arguments_as<T>(&self) -> Result<Arc<T>, ArgumentError>
+    where
+        T: DeserializeOwned + Send + Sync + 'static,
+    {
+        typed_view(
+            self.decoded.as_ref(),
+            &self.arguments.to_string(),
+            self.schema.as_ref(),
+        )
+    }
 }
 
 /// A decision now, or one that needs to wait (a policy service, a database).
@@ -376,12 +496,30 @@ pub(crate) async fn safe_decide(
 /// `{error: "authorization_required", tool, decision, detail}` that a model (or a host) can
 /// parse.
 pub fn tool_denied(tool: &str, decision: &str, detail: &str) -> CallToolResult {
-    let payload = serde_json::json!({
+    denied(tool, decision, detail, None)
+}
+
+/// The tool-seam deny for an Ask that could not be put to anyone: the detail says that the
+/// call needs a person's approval, that it could not be requested, and `why`; the question
+/// itself is kept beside it (`question`), so a host can show it.
+pub fn approval_unavailable(tool: &str, question: &str, why: &str) -> CallToolResult {
+    let detail = format!(
+        "{}: this call needs a person's approval, which could not be requested: {why}",
+        reasons::APPROVAL_UNAVAILABLE
+    );
+    denied(tool, "ask", &detail, Some(question))
+}
+
+fn denied(tool: &str, decision: &str, detail: &str, question: Option<&str>) -> CallToolResult {
+    let mut payload = serde_json::json!({
         "error": "authorization_required",
         "tool": tool,
         "decision": decision,
         "detail": detail,
     });
+    if let Some(q) = question {
+        payload["question"] = Value::String(q.to_owned());
+    }
     CallToolResult::error(payload.to_string())
 }
 

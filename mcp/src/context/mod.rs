@@ -47,6 +47,9 @@ struct CtxInner {
     mrtr: Option<Arc<Mrtr>>,
 }
 
+/// Why a caller that could otherwise be asked cannot be: no channel reaches it.
+pub(crate) const NO_CHANNEL: &str = "the connection has no open channel to put a question on";
+
 /// What a 2026-07-28 request declared about itself in its `_meta`.
 #[derive(Debug)]
 pub(crate) struct ModernRequest {
@@ -80,17 +83,24 @@ impl Caller {
     /// a live transport on this very connection, a channel for this request, and the
     /// capability declared at initialize. 2026-07-28: the capability declared on this request.
     pub(crate) fn can_elicit(&self) -> bool {
+        self.cannot_elicit().is_none()
+    }
+
+    /// Why the human behind this caller cannot be asked, in words for a deny; `None` when
+    /// they can.
+    pub(crate) fn cannot_elicit(&self) -> Option<&'static str> {
         let capable = self.capabilities().is_some_and(|c| c.can_elicit_form());
         match &self.modern {
-            Some(_) => capable,
+            Some(_) if capable => None,
+            Some(_) => Some("the request did not declare the elicitation capability"),
+            None if !capable => Some("the client did not declare the elicitation capability"),
             // Elicitation entered the protocol in 2025-06-18: an older session cannot be
             // sent `elicitation/create`, whatever it declared.
-            None => {
-                capable
-                    && self.version >= ProtocolVersion::V2025_06_18
-                    && self.sink.is_some()
-                    && self.conn.has_subscriber()
+            None if self.version < ProtocolVersion::V2025_06_18 => {
+                Some("the session's protocol revision predates elicitation")
             }
+            None if self.sink.is_none() || !self.conn.has_subscriber() => Some(NO_CHANNEL),
+            None => None,
         }
     }
 

@@ -1,20 +1,30 @@
 //! Tool arguments: kept raw until the tool decodes them into its own type, and decode errors
 //! rewritten for a model to act on: which argument, what type was expected, what arrived.
 //! Never serde's "at line 1 column 2".
+//!
+//! When the input schema says `additionalProperties: false` (the default for typed tools),
+//! arguments it does not list are refused with an error naming them and the accepted ones;
+//! the check runs inside the one decoding pass ([`super::unknown`]).
 
+use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::unknown::deserialize_checked;
 
 /// The raw arguments of one tool call, with the tool's input schema for error messages.
 #[derive(Clone, Debug)]
 pub struct ToolArgs {
     /// The JSON text of the arguments, as the client sent it.
     raw: Option<Arc<str>>,
-    schema: Arc<Value>,
+    schema: ArgsSchema,
+    /// The arguments already decoded into the handler's type, when the server decoded them
+    /// before asking the authorizer (so the handler does not decode them again).
+    decoded: Option<Decoded>,
 }
 
 impl ToolArgs {
@@ -28,18 +38,30 @@ impl ToolArgs {
         Self::from_json_text(raw.map(|r| Arc::from(r.get())), schema)
     }
 
-    /// Wraps the JSON text of arguments taken from a valid JSON document (one allocation
-    /// per call: the text is copied once out of the frame).
-    pub(crate) fn from_json_text(raw: Option<Arc<str>>, schema: Arc<Value>) -> Self {
-        ToolArgs { raw, schema }
+    /// Wraps the JSON text of arguments taken from a valid JSON document.
+    fn from_json_text(raw: Option<Arc<str>>, schema: Arc<Value>) -> Self {
+        Self::with_schema(raw, ArgsSchema::new(schema))
+    }
+
+    /// Wraps the JSON text of a call's arguments (one allocation per call: the text is
+    /// copied once out of the frame), with the tool's schema as worked out at registration.
+    pub(crate) fn with_schema(raw: Option<Arc<str>>, schema: ArgsSchema) -> Self {
+        ToolArgs {
+            raw,
+            schema,
+            decoded: None,
+        }
+    }
+
+    /// Carries the value the server already decoded for this call.
+    pub(crate) fn with_decoded(mut self, decoded: Option<Decoded>) -> Self {
+        self.decoded = decoded;
+        self
     }
 
     /// The raw JSON text of the arguments (`{}` when the client sent none).
     pub fn raw_json(&self) -> &str {
-        match self.raw.as_deref() {
-            Some(raw) if raw != "null" => raw,
-            _ => "{}",
-        }
+        json_text(self.raw.as_deref())
     }
 
     /// The arguments as a JSON value.
@@ -48,34 +70,181 @@ impl ToolArgs {
     }
 
     /// Decodes the arguments into `T`. On failure the error names the argument, the
-    /// expected type (from the tool's input schema) and what the client sent.
+    /// expected type (from the tool's input schema) and what the client sent. When the
+    /// schema says `additionalProperties: false`, arguments it does not list are refused.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ArgumentError> {
-        let text = self.raw_json();
-        if !text.starts_with('{') {
-            return Err(ArgumentError {
-                message: format!(
-                    "The arguments must be a JSON object of named arguments, but got {}.",
-                    describe_value(&self.to_value())
-                ),
+        self.schema.parse(self.raw_json())
+    }
+
+    /// Like [`ToolArgs::parse`], taking the arguments: when the server already decoded them
+    /// into `T` for this call (a typed tool behind an authorizer), that value is returned
+    /// without decoding again.
+    pub fn decode<T: DeserializeOwned + Send + Sync + 'static>(
+        mut self,
+    ) -> Result<T, ArgumentError> {
+        if let Some(value) = self.decoded.take().and_then(Decoded::take) {
+            return Ok(value);
+        }
+        self.parse()
+    }
+}
+
+/// Arguments decoded into a tool's own type, shared between the authorizer (which may read
+/// them) and the handler (which takes them when nobody else holds them any more).
+#[derive(Clone)]
+pub(crate) struct Decoded(Arc<dyn Any + Send + Sync>);
+
+impl Decoded {
+    pub(crate) fn new<T: Send + Sync + 'static>(value: T) -> Self {
+        Decoded(Arc::new(value))
+    }
+
+    /// The value, if it is a `T`.
+    pub(crate) fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        Arc::clone(&self.0).downcast().ok()
+    }
+
+    /// The value itself, if it is a `T` and no policy kept a share of it.
+    fn take<T: Send + Sync + 'static>(self) -> Option<T> {
+        Arc::try_unwrap(self.0.downcast().ok()?).ok()
+    }
+}
+
+impl fmt::Debug for Decoded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Decoded(..)")
+    }
+}
+
+/// The text to decode: absent arguments and `null` mean none (`{}`).
+pub(crate) fn json_text(raw: Option<&str>) -> &str {
+    match raw {
+        Some(raw) if raw != "null" => raw,
+        _ => "{}",
+    }
+}
+
+/// A tool's input schema with what decoding needs from it, worked out once: the schema
+/// itself (to explain a failure) and, when it says `additionalProperties: false`, the names
+/// of the arguments it accepts (checked on every call).
+#[derive(Clone, Debug)]
+pub(crate) struct ArgsSchema {
+    schema: Arc<Value>,
+    accepted: Option<Arc<[Box<str>]>>,
+}
+
+impl ArgsSchema {
+    pub(crate) fn new(schema: Arc<Value>) -> Self {
+        let accepted =
+            (schema.get("additionalProperties") == Some(&Value::Bool(false))).then(|| {
+                schema
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().map(|k| Box::from(k.as_str())).collect())
+                    .unwrap_or_default()
             });
-        }
-        // The common case pays for no path tracking: only arguments that fail are decoded
-        // again, tracking where, to explain the failure.
-        if let Ok(v) = serde_json::from_str::<T>(text) {
-            return Ok(v);
-        }
+        ArgsSchema { schema, accepted }
+    }
+
+    /// The schema as given.
+    pub(crate) fn value(&self) -> &Arc<Value> {
+        &self.schema
+    }
+
+    /// Decodes the JSON text of a call's arguments into `T`, explaining any failure from
+    /// the schema, and refusing arguments it does not accept.
+    pub(crate) fn parse<T: DeserializeOwned>(&self, text: &str) -> Result<T, ArgumentError> {
+        parse_text(text, &self.schema, self.accepted.as_deref())
+    }
+}
+
+/// Decodes the JSON text of a call's arguments into `T`, explaining any failure from the
+/// input schema; with `accepted`, refusing every argument not named there.
+pub(crate) fn parse_text<T: DeserializeOwned>(
+    text: &str,
+    schema: &Value,
+    accepted: Option<&[Box<str>]>,
+) -> Result<T, ArgumentError> {
+    if !text.starts_with('{') {
+        return Err(ArgumentError {
+            message: format!(
+                "The arguments must be a JSON object of named arguments, but got {}.",
+                describe_value(&serde_json::from_str(text).unwrap_or(Value::Null))
+            ),
+        });
+    }
+    // The common case pays for no path tracking: only arguments that fail are decoded
+    // again, tracking where, to explain the failure.
+    if let Some(accepted) = accepted {
+        let mut unknown = Vec::new();
         let mut de = serde_json::Deserializer::from_str(text);
-        match serde_path_to_error::deserialize::<_, T>(&mut de) {
-            Ok(v) => Ok(v),
-            Err(e) => {
-                let path = e.path().to_string();
-                let inner = e.into_inner();
-                Err(ArgumentError {
-                    message: explain(&path, &inner, &self.to_value(), &self.schema),
-                })
+        match deserialize_checked::<_, T>(&mut de, accepted, &mut unknown)
+            .and_then(|v| de.end().map(|()| v))
+        {
+            Ok(v) if unknown.is_empty() => return Ok(v),
+            Ok(_) => {
+                let accepted = accepted.iter().map(|n| &**n).collect();
+                return Err(ArgumentError {
+                    message: unknown_message("", &unknown, accepted),
+                });
             }
+            Err(_) => {}
+        }
+    } else if let Ok(v) = serde_json::from_str::<T>(text) {
+        return Ok(v);
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    match serde_path_to_error::deserialize::<_, T>(&mut de) {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let args = serde_json::from_str(text).unwrap_or(Value::Null);
+            Err(ArgumentError {
+                message: explain(&path, &inner, &args, schema),
+            })
         }
     }
+}
+
+fn accepted_names(properties: Option<&Map<String, Value>>) -> Vec<&str> {
+    properties
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// "Unknown argument `x`; remove it. Accepted: `a`, `b`." for names under `parent` (empty at
+/// the top level). At most a few names are repeated back, each shortened.
+fn unknown_message(parent: &str, unknown: &[String], accepted: Vec<&str>) -> String {
+    const SHOWN: usize = 8;
+    let quote = |names: Vec<String>| {
+        names
+            .iter()
+            .map(|n| format!("`{}`", truncate(n)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let shown = unknown.iter().take(SHOWN).map(|n| join_path(parent, n));
+    let mut text = if unknown.len() == 1 {
+        format!("Unknown argument {}; remove it.", quote(shown.collect()))
+    } else {
+        let mut names = quote(shown.collect());
+        if unknown.len() > SHOWN {
+            names.push_str(&format!(" and {} more", unknown.len() - SHOWN));
+        }
+        format!("Unknown arguments {names}; remove them.")
+    };
+    if accepted.is_empty() {
+        text.push_str(if parent.is_empty() {
+            " This tool takes no arguments."
+        } else {
+            " Nothing else is accepted there."
+        });
+    } else {
+        let accepted = accepted.into_iter().map(str::to_owned).collect();
+        text.push_str(&format!(" Accepted: {}.", quote(accepted)));
+    }
+    text
 }
 
 /// Arguments that do not fit the tool's parameters, explained in words.
@@ -118,12 +287,25 @@ fn explain(path: &str, err: &serde_json::Error, args: &Value, schema: &Value) ->
         );
     }
     if let Some(field) = between(&serde_msg, "unknown field `", "`") {
-        let full = join_path(path, field);
-        let allowed = serde_msg
-            .split_once(", expected ")
-            .map(|(_, rest)| format!(" Allowed: {rest}."))
-            .unwrap_or_default();
-        return format!("Unknown argument `{full}`; remove it.{allowed}");
+        // A type that denies unknown fields itself: the same message as the schema's check.
+        // The path ends at the unknown member itself.
+        let parent = match path.strip_suffix(field) {
+            Some("" | ".") => "",
+            Some(p) if p.ends_with('.') => &p[..p.len() - 1],
+            _ if path == "." => "",
+            _ => path,
+        };
+        let listed = node_at(schema, parent)
+            .and_then(|n| n.get("properties"))
+            .and_then(Value::as_object);
+        let accepted = match listed {
+            Some(_) => accepted_names(listed),
+            None => serde_msg
+                .split_once(", expected ")
+                .map(|(_, rest)| rest.split('`').skip(1).step_by(2).collect())
+                .unwrap_or_default(),
+        };
+        return unknown_message(parent, &[field.to_owned()], accepted);
     }
     let shown_path = if path.is_empty() || path == "." {
         ""
@@ -207,6 +389,11 @@ fn segments(path: &str) -> Vec<Segment<'_>> {
 
 /// Describes, from the input schema, what the argument at `path` must be.
 fn expected_at(schema: &Value, path: &str) -> Option<String> {
+    describe_schema(schema, node_at(schema, path)?)
+}
+
+/// The input schema's node for the argument at `path`, references followed.
+fn node_at<'v>(schema: &'v Value, path: &str) -> Option<&'v Value> {
     let mut node = schema;
     for segment in segments(path) {
         node = resolve(schema, node);
@@ -215,7 +402,7 @@ fn expected_at(schema: &Value, path: &str) -> Option<String> {
             Segment::Index(_) => node.get("items")?,
         };
     }
-    describe_schema(schema, resolve(schema, node))
+    Some(resolve(schema, node))
 }
 
 /// Follows a local `$ref` (`#/$defs/X` or `#/definitions/X`).
@@ -411,6 +598,71 @@ mod tests {
             e.message(),
             "Argument `items[1].n` must be an integer, but got the boolean true."
         );
+    }
+
+    fn strict(v: Value) -> ToolArgs {
+        let schema = json!({
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "additionalProperties": false
+        });
+        ToolArgs::new(Some(crate::protocol::jsonrpc::to_raw(&v)), Arc::new(schema))
+    }
+
+    #[test]
+    fn a_type_that_denies_unknown_fields_gets_the_same_message_as_the_schema_check() {
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct Strict {
+            a: i64,
+            b: i64,
+        }
+        let from_serde = args(json!({"a": 1, "b": 2, "c": 3}))
+            .parse::<Strict>()
+            .unwrap_err();
+        let from_schema = strict(json!({"a": 1, "b": 2, "c": 3}))
+            .parse::<Add>()
+            .unwrap_err();
+        assert_eq!(from_serde, from_schema);
+        assert_eq!(
+            from_schema.message(),
+            "Unknown argument `c`; remove it. Accepted: `a`, `b`."
+        );
+    }
+
+    #[test]
+    fn many_unknown_arguments_are_listed_briefly() {
+        let mut v = json!({"a": 1, "b": 2});
+        for i in 0..20 {
+            v[format!("x{i:02}")] = json!(i);
+        }
+        v["y".repeat(200)] = json!(0);
+        let e = strict(v).parse::<Add>().unwrap_err();
+        assert!(
+            e.message().starts_with(
+                "Unknown arguments `x00`, `x01`, `x02`, `x03`, `x04`, `x05`, `x06`, `x07` and 13 more; remove them."
+            ),
+            "{e}"
+        );
+        let long = strict(json!({"a": 1, "b": 2, "z".repeat(100): 0}))
+            .parse::<Add>()
+            .unwrap_err();
+        assert!(long.message().len() < 200, "{long}");
+    }
+
+    #[test]
+    fn decode_takes_the_value_decoded_earlier_instead_of_decoding_again() {
+        let a = args(json!({"a": "not a number", "b": 1}))
+            .with_decoded(Some(Decoded::new(Add { a: 4, b: 5 })));
+        let add = a.decode::<Add>().unwrap();
+        assert_eq!((add.a, add.b), (4, 5));
+        // A value of another type is not used: the text is decoded.
+        let e = args(json!({"a": "x", "b": 1}))
+            .with_decoded(Some(Decoded::new(7_u8)))
+            .decode::<Add>()
+            .unwrap_err();
+        assert!(e.message().starts_with("Argument `a`"), "{e}");
     }
 
     #[test]

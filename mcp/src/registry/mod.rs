@@ -13,6 +13,7 @@ mod prompt;
 mod resource;
 mod template;
 mod tool;
+mod unknown;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -25,11 +26,12 @@ use base64::Engine as _;
 use parking_lot::Mutex;
 use serde_json::value::RawValue;
 
+pub(crate) use arguments::{ArgsSchema, Decoded, json_text};
 pub use arguments::{ArgumentError, ToolArgs};
 pub use completion::{Completer, CompletionRequest, complete_from, prefix_matches};
 pub use output::{
     IntoPromptResult, IntoResourceContents, IntoToolResult, Json, PromptError, ResourceError,
-    ToolError,
+    Structured, ToolError,
 };
 pub use prompt::{PromptArgs, PromptDef, PromptHandler};
 pub use resource::{
@@ -37,7 +39,8 @@ pub use resource::{
 };
 pub use template::{TemplateError, TemplateVars, UriTemplate, percent_decode};
 pub use tool::{
-    ToolDef, ToolDefError, ToolHandler, ToolProblem, input_schema_for, validate_tool_name,
+    ToolDef, ToolDefError, ToolHandler, ToolProblem, input_schema_for, output_schema_for,
+    validate_tool_name,
 };
 
 pub(crate) use tool::Listed;

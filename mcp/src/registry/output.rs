@@ -19,7 +19,7 @@ pub struct Json<T>(pub T);
 #[diagnostic::on_unimplemented(
     message = "a tool cannot return `{Self}`",
     label = "this type does not convert into a tool result",
-    note = "return text (String, &'static str), a number or bool, Json<T> for structured output, a ContentBlock or Vec<ContentBlock>, a CallToolResult, or Result<T, E> of one of these with E: Display"
+    note = "return text (String, &'static str), a number or bool, Json<T> or Structured<T> for structured output, a ContentBlock or Vec<ContentBlock>, a CallToolResult, or Result<T, E> of one of these with E: Display"
 )]
 pub trait IntoToolResult {
     /// Converts into the call's result.
@@ -86,6 +86,65 @@ impl<T: Serialize> IntoToolResult for Json<T> {
         match serde_json::to_value(&self.0) {
             Ok(value) => CallToolResult {
                 content: vec![ContentBlock::text(value.to_string())],
+                structured_content: Some(value),
+                ..Default::default()
+            },
+            Err(e) => CallToolResult::error(format!("the tool's result could not be encoded: {e}")),
+        }
+    }
+}
+
+/// Structured output with content of your own: the value becomes `structuredContent`, and
+/// the content you give (a sentence for the model, say) is shown beside it instead of the
+/// value's JSON. A `#[tool]` returning it gets an `outputSchema` generated from `T`, as with
+/// [`Json`].
+///
+/// ```
+/// use mcp::prelude::*;
+///
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Forecast { celsius: f64, rain: bool }
+///
+/// /// Tomorrow's weather.
+/// #[tool(read_only)]
+/// async fn forecast(city: String) -> Structured<Forecast> {
+///     let f = Forecast { celsius: 21.5, rain: false };
+///     Structured::new(format!("{city}: {} °C, dry", f.celsius), f)
+/// }
+///
+/// # fn main() {
+/// let def = <forecast as mcp::macros_support::ToolFactory>::def();
+/// assert_eq!(def.tool().output_schema.as_ref().unwrap()["properties"]["rain"]["type"], "boolean");
+/// # }
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Structured<T> {
+    /// What `content` carries: text, images, links.
+    pub content: Vec<ContentBlock>,
+    /// The value: `structuredContent`.
+    pub value: T,
+}
+
+impl<T> Structured<T> {
+    /// The value, shown as `text`.
+    pub fn new(text: impl Into<String>, value: T) -> Self {
+        Structured {
+            content: vec![ContentBlock::text(text)],
+            value,
+        }
+    }
+
+    /// The value, shown as these content blocks.
+    pub fn with_content(content: Vec<ContentBlock>, value: T) -> Self {
+        Structured { content, value }
+    }
+}
+
+impl<T: Serialize> IntoToolResult for Structured<T> {
+    fn into_tool_result(self) -> CallToolResult {
+        match serde_json::to_value(&self.value) {
+            Ok(value) => CallToolResult {
+                content: self.content,
                 structured_content: Some(value),
                 ..Default::default()
             },

@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::BoxFuture;
-use super::arguments::ToolArgs;
+use super::arguments::{ArgsSchema, ArgumentError, Decoded, ToolArgs, json_text};
 use super::output::IntoToolResult;
 use crate::context::Ctx;
 use crate::protocol::{CallToolResult, Icon, Tool, ToolAnnotations};
@@ -39,11 +39,25 @@ where
 #[derive(Clone)]
 pub struct ToolDef {
     pub(crate) tool: Tool,
-    pub(crate) schema: Arc<Value>,
+    schema: ArgsSchema,
     pub(crate) sensitive: bool,
     pub(crate) scopes: Vec<String>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) handler: Arc<dyn ToolHandler>,
+    /// Decodes the arguments into the handler's own type, for tools that have one: the
+    /// server runs it before an authorizer decides, so a question is only ever asked about
+    /// a call that can run.
+    decoder: Option<Decoder>,
+}
+
+/// Decodes the JSON text of a call's arguments as a typed tool's handler would.
+type Decoder = fn(&str, &ArgsSchema) -> Result<Decoded, ArgumentError>;
+
+fn decode_as<A: DeserializeOwned + Send + Sync + 'static>(
+    text: &str,
+    schema: &ArgsSchema,
+) -> Result<Decoded, ArgumentError> {
+    schema.parse::<A>(text).map(Decoded::new)
 }
 
 impl fmt::Debug for ToolDef {
@@ -65,13 +79,13 @@ impl ToolDef {
         input_schema: Value,
         handler: impl ToolHandler,
     ) -> Self {
-        let schema = Arc::new(input_schema);
+        let schema = ArgsSchema::new(Arc::new(input_schema));
         ToolDef {
             tool: Tool {
                 name: name.into(),
                 title: None,
                 description: Some(description.into()),
-                input_schema: (*schema).clone(),
+                input_schema: (**schema.value()).clone(),
                 output_schema: None,
                 annotations: None,
                 icons: None,
@@ -83,12 +97,20 @@ impl ToolDef {
             scopes: Vec::new(),
             timeout: None,
             handler: Arc::new(handler),
+            decoder: None,
         }
     }
 
     /// A tool whose arguments decode into `A`; the input schema is generated from `A`
-    /// (schemars, JSON Schema 2020-12). Bad arguments become an `isError` result that names
-    /// the argument, the expected type and what was sent.
+    /// (schemars, JSON Schema 2020-12) and says `additionalProperties: false`: arguments
+    /// `A` does not name are refused (see [`ToolDef::allow_unknown_arguments`]). Bad
+    /// arguments become an `isError` result that names the argument, the expected type and
+    /// what was sent.
+    ///
+    /// Behind an authorizer, the server decodes the arguments before the authorizer
+    /// decides (it can read them with
+    /// [`AuthRequest::arguments_as`](crate::auth::AuthRequest::arguments_as)), and the
+    /// handler receives that same value: the arguments are decoded once per call.
     ///
     /// ```
     /// use mcp::registry::ToolDef;
@@ -98,6 +120,7 @@ impl ToolDef {
     ///     args.a + args.b
     /// });
     /// assert_eq!(add.name(), "add");
+    /// assert_eq!(add.input_schema()["additionalProperties"], false);
     /// ```
     pub fn from_fn<A, F, Fut, R>(
         name: impl Into<String>,
@@ -105,27 +128,75 @@ impl ToolDef {
         f: F,
     ) -> Self
     where
-        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        A: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static,
         F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = R> + Send + 'static,
         R: IntoToolResult,
     {
-        let schema = input_schema_for::<A>();
-        let f = Arc::new(f);
-        ToolDef::new(
-            name,
-            description,
-            schema,
-            move |ctx: Ctx, args: ToolArgs| {
-                let f = Arc::clone(&f);
-                async move {
-                    match args.parse::<A>() {
-                        Ok(a) => f(ctx, a).await.into_tool_result(),
-                        Err(e) => CallToolResult::error(e.to_string()),
-                    }
+        let handler = move |ctx: Ctx, args: ToolArgs| {
+            // Decoded before the future is built: a failure costs no call of `f`.
+            let call = args.decode::<A>().map(|a| f(ctx, a));
+            async move {
+                match call {
+                    Ok(fut) => fut.await.into_tool_result(),
+                    Err(e) => CallToolResult::error(e.to_string()),
                 }
-            },
-        )
+            }
+        };
+        let mut def = ToolDef::new(name, description, input_schema_for::<A>(), handler);
+        def.decoder = Some(decode_as::<A>);
+        def
+    }
+
+    /// Accepts arguments the input schema does not list, and says so: the schema's
+    /// `additionalProperties: false` is removed, and unknown arguments are ignored instead
+    /// of refused. (A type that denies unknown fields itself,
+    /// `#[serde(deny_unknown_fields)]`, still refuses them.)
+    ///
+    /// ```
+    /// use mcp::registry::ToolDef;
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Query { q: String }
+    /// let search = ToolDef::from_fn("search", "Searches.", |_ctx, a: Query| async move { a.q })
+    ///     .allow_unknown_arguments();
+    /// assert!(search.input_schema().get("additionalProperties").is_none());
+    /// ```
+    pub fn allow_unknown_arguments(mut self) -> Self {
+        if let Value::Object(map) = &mut self.tool.input_schema
+            && map.get("additionalProperties") == Some(&Value::Bool(false))
+        {
+            map.remove("additionalProperties");
+        }
+        self.schema = ArgsSchema::new(Arc::new(self.tool.input_schema.clone()));
+        self
+    }
+
+    /// Decodes a call's arguments (their JSON text, `None` when the call had none) as this
+    /// tool's handler will, when the tool has a typed handler; `None` otherwise.
+    /// A type whose decoding panics is contained as a panicking handler would be.
+    pub(crate) fn decode_arguments(
+        &self,
+        raw: Option<&str>,
+    ) -> Option<Result<Decoded, ArgumentError>> {
+        let decode = self.decoder?;
+        let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            decode(json_text(raw), &self.schema)
+        }));
+        Some(decoded.unwrap_or_else(|payload| {
+            let message = crate::util::panic_message(&payload);
+            tracing::error!(target: "mcp::server", tool = %self.name(), panic = %message, "decoding a tool's arguments panicked");
+            Err(ArgumentError::new(crate::util::callback_panicked("tool")))
+        }))
+    }
+
+    /// The arguments handed to the handler, with the value decoded earlier if any.
+    pub(crate) fn call_args(&self, raw: Option<Arc<str>>, decoded: Option<Decoded>) -> ToolArgs {
+        ToolArgs::with_schema(raw, self.schema.clone()).with_decoded(decoded)
+    }
+
+    /// The input schema as decoding uses it.
+    pub(crate) fn args_schema(&self) -> &ArgsSchema {
+        &self.schema
     }
 
     /// The tool's name.
@@ -140,7 +211,7 @@ impl ToolDef {
 
     /// The input schema.
     pub fn input_schema(&self) -> &Arc<Value> {
-        &self.schema
+        self.schema.value()
     }
 
     /// Sets a display title.
@@ -155,9 +226,10 @@ impl ToolDef {
         self
     }
 
-    /// Sets the output schema from a type.
+    /// Sets the output schema from a type (see [`output_schema_for`]): for a tool returning
+    /// [`Json<T>`](super::Json) or [`Structured<T>`](super::Structured).
     pub fn output_type<T: schemars::JsonSchema>(self) -> Self {
-        self.output_schema(serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default())
+        self.output_schema(output_schema_for::<T>())
     }
 
     /// Replaces the annotations.
@@ -288,8 +360,9 @@ impl ToolDef {
 }
 
 /// The input schema generated for an argument type: schemars' 2020-12 output with an
-/// object root. A type with no fields gets `additionalProperties: false`, as the spec
-/// recommends for tools without arguments.
+/// object root, saying `additionalProperties: false` (arguments the type does not name are
+/// refused) unless the type says otherwise (a flattened map, say) or the root combines
+/// subschemas (an enum), where listing the accepted names at the root would be wrong.
 pub fn input_schema_for<A: schemars::JsonSchema>() -> Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(A)).unwrap_or_default();
     if let Value::Object(map) = &mut schema {
@@ -298,14 +371,31 @@ pub fn input_schema_for<A: schemars::JsonSchema>() -> Value {
         // The dialect is the protocol's default (2020-12); some hosts choke on `$schema`.
         map.remove("$schema");
         map.remove("title");
-        let no_properties = map
-            .get("properties")
-            .and_then(Value::as_object)
-            .is_none_or(|p| p.is_empty());
-        if no_properties {
-            map.entry("additionalProperties")
-                .or_insert(Value::Bool(false));
+        const COMBINED: &[&str] = &[
+            "additionalProperties",
+            "unevaluatedProperties",
+            "patternProperties",
+            "allOf",
+            "anyOf",
+            "oneOf",
+            "not",
+            "if",
+            "$ref",
+            "dependentSchemas",
+        ];
+        if !COMBINED.iter().any(|k| map.contains_key(*k)) {
+            map.insert("additionalProperties".into(), Value::Bool(false));
         }
+    }
+    schema
+}
+
+/// The `outputSchema` for a structured result of type `T`: schemars' 2020-12 schema
+/// without `$schema` (the protocol's default dialect; some hosts refuse the keyword).
+pub fn output_schema_for<T: schemars::JsonSchema>() -> Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
+    if let Value::Object(map) = &mut schema {
+        map.remove("$schema");
     }
     schema
 }

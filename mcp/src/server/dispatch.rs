@@ -389,9 +389,7 @@ impl Failure {
     /// only the kind of failure: a panic message can carry upstream bytes.
     pub(crate) fn to_error(&self, what: &str) -> ErrorObject {
         match self {
-            Failure::Panicked => ErrorObject::internal(format!(
-                "callback_panicked: the {what} handler failed unexpectedly; the server log has the details"
-            )),
+            Failure::Panicked => ErrorObject::internal(crate::util::callback_panicked(what)),
             Failure::TimedOut(t) => ErrorObject::internal(format!(
                 "callback_timeout: the {what} handler did not finish within {} ms",
                 t.as_millis()
@@ -456,7 +454,7 @@ pub(crate) async fn contained<T, F: std::future::Future<Output = T>>(
     match outcome {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(payload)) => {
-            let message = panic_message(&payload);
+            let message = crate::util::panic_message(&payload);
             tracing::error!(target: "mcp::server", panic = %message, "handler panicked");
             Err(Failure::Panicked)
         }
@@ -465,16 +463,6 @@ pub(crate) async fn contained<T, F: std::future::Future<Output = T>>(
 }
 
 /// The text of a panic payload, for the log.
-fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(non-string panic payload)".to_owned()
-    }
-}
-
 /// Parses a method's params. Absent params are `{}` unless the method requires them.
 pub(crate) fn parse_params<'a, T: Deserialize<'a>>(
     method: &str,

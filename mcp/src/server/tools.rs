@@ -15,9 +15,10 @@ use super::dispatch::{Outcome, Scope, parse_params, progress_token, run_handler}
 use super::modern::args_digest;
 use super::{Reply, Server};
 use crate::auth::{
-    ArgsSource, AuditOutcome, AuthRequest, Decision, Seam, reasons, safe_decide, tool_denied,
+    ArgsSource, AuditOutcome, AuthRequest, Decision, Seam, approval_unavailable, reasons,
+    safe_decide, tool_denied,
 };
-use crate::context::Caller;
+use crate::context::{Caller, NO_CHANNEL};
 use crate::elicit::mrtr::Mrtr;
 use crate::elicit::state::{ApprovalState, Binding};
 use crate::elicit::{APPROVAL_KEY, Approval, ask_approval, judge};
@@ -116,14 +117,28 @@ impl Server {
         let p: CallParams<'_> = parse_params(methods::TOOLS_CALL, params, true)?;
         let snapshot = self.registry().snapshot();
         let tool = snapshot.tool(&p.name);
-        let raw_args = p.arguments.map(RawValue::get).unwrap_or("{}");
-        let request = AuthRequest::new(
+        let raw_args = p.arguments.map(RawValue::get);
+        // Behind an authorizer, a typed tool's arguments are decoded before it decides: it
+        // may read them, nobody is asked about a call that cannot run, and the handler gets
+        // the decoded value. Without one, the handler decodes them as it runs.
+        let (decoded, argument_error) = match (&self.inner.authorizer, tool) {
+            (Some(_), Some(t)) if has_scopes(&scope.caller, t) => {
+                match t.decode_arguments(raw_args) {
+                    Some(Ok(decoded)) => (Some(decoded), None),
+                    Some(Err(e)) => (None, Some(e)),
+                    None => (None, None),
+                }
+            }
+            _ => (None, None),
+        };
+        let mut request = AuthRequest::new(
             Seam::Tool,
             &p.name,
             tool,
-            ArgsSource::Raw(raw_args),
+            ArgsSource::Raw(raw_args.unwrap_or("{}")),
             &scope.caller.auth,
-        );
+        )
+        .with_decoded(decoded);
         // On 2026-07-28 every round of this call is bound to this tool, these arguments
         // and this principal.
         let binding = scope.caller.modern.as_ref().map(|_| Binding {
@@ -158,35 +173,39 @@ impl Server {
             }
         };
 
+        let decided = decision.as_ref().unwrap_or(&Decision::Allow);
         let deny = |decision_kind: &str, detail: &str, outcome: AuditOutcome| {
-            self.audit(
-                &request,
-                decision.as_ref().unwrap_or(&Decision::Allow),
-                outcome,
-            );
+            self.audit(&request, decided, outcome);
             Ok(self.tool_reply(scope, tool_denied(&p.name, decision_kind, detail)))
         };
+        let unaskable = |prompt: &str, why: &str| {
+            let outcome =
+                AuditOutcome::NotApproved(format!("{}: {why}", reasons::APPROVAL_UNAVAILABLE));
+            self.audit(&request, decided, outcome);
+            Ok(self.tool_reply(scope, approval_unavailable(&p.name, prompt, why)))
+        };
         let approved = match &decision {
-            None | Some(Decision::Allow) => false,
+            // A deny wins over everything else: nothing about a forbidden tool leaks.
             Some(Decision::Deny(reason)) => return deny("deny", reason, AuditOutcome::Denied),
+            // Nobody is asked about a call that cannot run.
+            _ if argument_error.is_some() || tool.is_none() => false,
+            None | Some(Decision::Allow) => false,
             Some(Decision::Ask(prompt)) => match (&mrtr, &binding) {
                 (Some(m), Some(b)) => match self.approval_modern(scope, m, b, &p.name, prompt) {
-                    Ok(()) => true,
-                    Err(Ok(question)) => {
-                        self.audit(
-                            &request,
-                            decision.as_ref().unwrap_or(&Decision::Allow),
-                            AuditOutcome::AwaitingApproval,
-                        );
+                    ModernApproval::Approved => true,
+                    ModernApproval::Question(question) => {
+                        self.audit(&request, decided, AuditOutcome::AwaitingApproval);
                         return Ok(question);
                     }
-                    Err(Err(detail)) => {
+                    ModernApproval::Refused(detail) => {
                         return deny("ask", &detail, AuditOutcome::NotApproved(detail.clone()));
                     }
+                    ModernApproval::Unaskable(why) => return unaskable(prompt, why),
                 },
                 _ => {
-                    let outcome = match &scope.caller.sink {
-                        Some(sink) if scope.caller.can_elicit() => {
+                    let why = scope.caller.cannot_elicit();
+                    let outcome = match (&scope.caller.sink, why) {
+                        (Some(sink), None) => {
                             ask_approval(
                                 &scope.caller.conn,
                                 sink,
@@ -196,9 +215,8 @@ impl Server {
                             )
                             .await
                         }
-                        // A client that cannot be asked gets the deny at once, with the
-                        // question as the detail so a host can show it.
-                        _ => Approval::NotApproved(prompt.clone()),
+                        // A client that cannot be asked gets the deny at once.
+                        _ => return unaskable(prompt, why.unwrap_or(NO_CHANNEL)),
                     };
                     match outcome {
                         Approval::Approved => true,
@@ -209,6 +227,12 @@ impl Server {
                 }
             },
         };
+        if let Some(e) = argument_error {
+            if let Some(d) = &decision {
+                self.audit(&request, d, AuditOutcome::ToolError);
+            }
+            return Ok(self.tool_reply(scope, CallToolResult::error(e.to_string())));
+        }
 
         let Some(tool) = tool else {
             return Err(ErrorObject::invalid_params(format!(
@@ -217,14 +241,12 @@ impl Server {
             )));
         };
         let token = progress_token(p.meta.as_ref());
+        let args = tool.call_args(
+            p.arguments.map(|a| Arc::from(a.get())),
+            request.take_decoded(),
+        );
         let result = match self
-            .execute_tool(
-                scope,
-                tool,
-                p.arguments.map(|a| Arc::from(a.get())),
-                token,
-                mrtr.clone(),
-            )
+            .execute_tool(scope, tool, args, token, mrtr.clone())
             .await
         {
             Outcome::Done(result) => result,
@@ -251,9 +273,8 @@ impl Server {
         Ok(self.tool_reply(scope, result))
     }
 
-    /// The authorizer's Ask on the 2026-07-28 era. `Ok` when this exact call is approved;
-    /// `Err(Ok(reply))` with the approval question as an input-required result;
-    /// `Err(Err(detail))` when it is refused.
+    /// The authorizer's Ask on the 2026-07-28 era: approved for this exact call, a question
+    /// to return as an input-required result, refused, or impossible to ask.
     fn approval_modern(
         &self,
         scope: &Scope,
@@ -261,22 +282,26 @@ impl Server {
         binding: &Binding,
         tool: &str,
         prompt: &str,
-    ) -> Result<(), Result<Reply, String>> {
+    ) -> ModernApproval {
         match mrtr.approval() {
-            ApprovalState::Approved => Ok(()),
+            ApprovalState::Approved => ModernApproval::Approved,
             // The answer only counts alongside the sealed state issued with the question.
             ApprovalState::Asked => match mrtr.fresh_answer(APPROVAL_KEY).map(judge) {
                 Some(Approval::Approved) => {
                     mrtr.set_approval(ApprovalState::Approved);
-                    Ok(())
+                    ModernApproval::Approved
                 }
-                Some(Approval::NotApproved(detail)) => Err(Err(detail)),
-                None => Err(Ok(self.ask_approval_modern(scope, binding, tool, prompt))),
+                Some(Approval::NotApproved(detail)) => ModernApproval::Refused(detail),
+                None => {
+                    ModernApproval::Question(self.ask_approval_modern(scope, binding, tool, prompt))
+                }
             },
-            ApprovalState::None if scope.caller.can_elicit() => {
-                Err(Ok(self.ask_approval_modern(scope, binding, tool, prompt)))
-            }
-            ApprovalState::None => Err(Err(prompt.to_owned())),
+            ApprovalState::None => match scope.caller.cannot_elicit() {
+                None => {
+                    ModernApproval::Question(self.ask_approval_modern(scope, binding, tool, prompt))
+                }
+                Some(why) => ModernApproval::Unaskable(why),
+            },
         }
     }
 
@@ -292,7 +317,7 @@ impl Server {
         &self,
         scope: &Scope,
         tool: &ToolDef,
-        arguments: Option<Arc<str>>,
+        args: ToolArgs,
         token: Option<ProgressToken>,
         mrtr: Option<Arc<Mrtr>>,
     ) -> Outcome<CallToolResult> {
@@ -303,7 +328,6 @@ impl Server {
             )));
         };
         let ctx = scope.ctx(self, token, mrtr.clone());
-        let args = ToolArgs::from_json_text(arguments, tool.schema.clone());
         let timeout = tool.timeout.unwrap_or(self.config().call_timeout);
         match run_handler(mrtr.as_ref(), timeout, || tool.handler.call(ctx, args)).await {
             Ok(outcome) => outcome,
@@ -312,6 +336,18 @@ impl Server {
             )),
         }
     }
+}
+
+/// How the authorizer's Ask ends on the 2026-07-28 era.
+enum ModernApproval {
+    /// This exact call was approved.
+    Approved,
+    /// The approval question, as an input-required result.
+    Question(Reply),
+    /// The human said no (or answered in a shape that is not a yes).
+    Refused(String),
+    /// The request cannot be asked, for this reason.
+    Unaskable(&'static str),
 }
 
 /// Scopes are checked for callers with a verified principal, and for every network caller

@@ -632,7 +632,10 @@ pub(crate) async fn adopt(shared: &Shared, session: &str, stream: u64, taken: Ve
                 &crate::auth::tool_denied(
                     tool,
                     "ask",
-                    "approval_unavailable: the server replica holding the approval question stopped before it was answered; the tool did not run",
+                    &format!(
+                        "{}: the server replica holding the approval question stopped before it was answered; the tool did not run",
+                        crate::auth::reasons::APPROVAL_UNAVAILABLE
+                    ),
                 ),
             ),
             (Some(_), false) => Reply::result(
