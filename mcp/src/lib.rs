@@ -59,6 +59,7 @@ extern crate self as mcp;
 pub mod auth;
 pub mod cli;
 pub mod cluster;
+mod conn;
 pub mod context;
 pub mod elicit;
 #[doc(hidden)]
@@ -66,6 +67,7 @@ pub mod fuzzing;
 pub mod macros_support;
 pub mod protocol;
 pub mod registry;
+mod schema;
 pub mod server;
 pub mod testing;
 pub mod transport;

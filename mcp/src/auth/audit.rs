@@ -6,7 +6,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use super::Seam;
-use crate::server::{ConnId, Transport};
+use crate::conn::{ConnId, Transport};
 
 /// What happened after the decision.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -38,9 +38,9 @@ use serde_json::Value;
 pub use audit::{AuditEvent, AuditOutcome, AuditSink};
 pub use builtins::{allow_all, allowlist, ask_before_sensitive, deny_all, policy, policy_async};
 
+pub use crate::conn::{AuthContext, Principal};
 use crate::protocol::{CallToolResult, ErrorObject, codes};
 use crate::registry::{ArgsSchema, ArgumentError, Decoded, ToolDef, json_text};
-use crate::server::{ConnId, Transport};
 
 /// What an authorizer decided.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,74 +95,6 @@ pub mod reasons {
     /// The authorizer asked, and no answer could be had: the client cannot be asked, or the
     /// replica holding the question stopped. The deny's detail goes on to say why.
     pub const APPROVAL_UNAVAILABLE: &str = "approval_unavailable";
-}
-
-/// The verified identity behind a request: from a bearer token the server checked, never
-/// from anything the client asserts.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Principal {
-    /// The subject (`sub`).
-    pub subject: String,
-    /// Granted scopes.
-    pub scopes: Vec<String>,
-    /// The token's issuer.
-    pub issuer: Option<String>,
-}
-
-impl Principal {
-    /// A principal with a subject and scopes.
-    pub fn new(subject: impl Into<String>, scopes: Vec<String>) -> Self {
-        Principal {
-            subject: subject.into(),
-            scopes,
-            issuer: None,
-        }
-    }
-
-    /// Whether every one of `required` was granted.
-    pub fn has_scopes(&self, required: &[String]) -> bool {
-        required.iter().all(|r| self.scopes.iter().any(|s| s == r))
-    }
-}
-
-/// What an authorizer may know about the caller. Closed: every field is derived by the
-/// server (the connection the request arrived on, the transport declared for it, and a
-/// principal verified by the server), so a policy can never be keyed on a value the client
-/// merely asserted.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AuthContext {
-    conn_id: ConnId,
-    transport: Transport,
-    principal: Option<Arc<Principal>>,
-}
-
-impl AuthContext {
-    pub(crate) fn new(
-        conn_id: ConnId,
-        transport: Transport,
-        principal: Option<Arc<Principal>>,
-    ) -> Self {
-        AuthContext {
-            conn_id,
-            transport,
-            principal,
-        }
-    }
-
-    /// The connection the request arrived on.
-    pub fn conn_id(&self) -> &ConnId {
-        &self.conn_id
-    }
-
-    /// The transport declared for that connection.
-    pub fn transport(&self) -> Transport {
-        self.transport
-    }
-
-    /// The verified principal, if the request carried a valid token.
-    pub fn principal(&self) -> Option<&Principal> {
-        self.principal.as_deref()
-    }
 }
 
 /// Which seam a decision is for.

@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{AuthContext, Principal};
+use crate::conn::{AuthContext, ConnId, ConnState, Outbound, Principal, Transport};
 use crate::elicit::mrtr::Mrtr;
 use crate::elicit::{ClientRequestError, request_client};
 use crate::protocol::jsonrpc::encode_notification;
@@ -30,7 +30,10 @@ use crate::protocol::{
     ElicitResult, InputRequest, ListRootsResult, LoggingLevel, LoggingMessageParams,
     ProgressParams, ProgressToken, ProtocolVersion, RequestId, ResourceContents, Root, methods,
 };
-use crate::server::{ConnId, ConnState, Outbound, Server, Transport};
+
+pub(crate) mod host;
+
+pub(crate) use host::Host;
 
 /// The handle a handler gets for the request it serves. Cheap to clone.
 #[derive(Clone)]
@@ -39,7 +42,7 @@ pub struct Ctx {
 }
 
 struct CtxInner {
-    server: Server,
+    host: Arc<dyn Host>,
     caller: Caller,
     request_id: Option<RequestId>,
     progress_token: Option<ProgressToken>,
@@ -169,7 +172,7 @@ impl ClientCapability {
 
 impl Ctx {
     pub(crate) fn new(
-        server: Server,
+        host: Arc<dyn Host>,
         caller: Caller,
         request_id: Option<RequestId>,
         progress_token: Option<ProgressToken>,
@@ -177,7 +180,7 @@ impl Ctx {
     ) -> Self {
         Ctx {
             inner: Arc::new(CtxInner {
-                server,
+                host,
                 caller,
                 request_id,
                 progress_token,
@@ -187,9 +190,9 @@ impl Ctx {
         }
     }
 
-    /// The server serving this request.
-    pub fn server(&self) -> &Server {
-        &self.inner.server
+    /// What serves this request (the server, seen through the narrow [`Host`] view).
+    pub(crate) fn host(&self) -> &dyn Host {
+        &*self.inner.host
     }
 
     /// The connection the request arrived on.
@@ -268,7 +271,7 @@ impl Ctx {
         };
         let params = LoggingMessageParams {
             level,
-            logger: Some(self.inner.server.name().to_owned()),
+            logger: Some(self.inner.host.name().to_owned()),
             data: data.into(),
         };
         sink.try_send(encode_notification(methods::LOG_MESSAGE, Some(&params)));
@@ -380,7 +383,7 @@ impl Ctx {
         key: &str,
         message: &str,
     ) -> Result<Elicitation<T>, ClientRequestError> {
-        let schema = crate::registry::input_schema_for::<T>();
+        let schema = crate::schema::input_schema_for::<T>();
         let result = self.elicit_schema_as(key, message, schema).await?;
         match result.action {
             ElicitAction::Accept => {
@@ -491,7 +494,7 @@ impl Ctx {
             .sink
             .as_ref()
             .ok_or(ClientRequestError::NotSupported)?;
-        let timeout = self.inner.server.config().elicitation_timeout;
+        let timeout = self.inner.host.elicitation_timeout();
         let raw = tokio::select! {
             r = request_client(&self.inner.caller.conn, sink, kind, method, &params, timeout) => r?,
             _ = self.inner.caller.cancel.cancelled() => return Err(ClientRequestError::Disconnected),
@@ -504,7 +507,7 @@ impl Ctx {
         &self,
         uri: &str,
     ) -> Result<Vec<ResourceContents>, crate::protocol::ErrorObject> {
-        self.inner.server.read_resource_as(self, uri).await
+        self.inner.host.read_resource(self, uri).await
     }
 
     pub(crate) fn caller(&self) -> &Caller {
@@ -513,6 +516,6 @@ impl Ctx {
 
     /// The per-call timeout the server applies.
     pub fn call_timeout(&self) -> Duration {
-        self.inner.server.config().call_timeout
+        self.inner.host.call_timeout()
     }
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{ClientRequestError, request_client_as};
+use crate::conn::{ConnState, Outbound};
 use crate::protocol::methods;
-use crate::server::{ConnState, Outbound};
 
 /// How an approval question ended.
 #[derive(Clone, Debug, PartialEq, Eq)]

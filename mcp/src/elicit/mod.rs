@@ -21,9 +21,9 @@ use tokio::sync::oneshot;
 
 pub(crate) use approval::{APPROVAL_KEY, Approval, approval_request, ask_approval, judge};
 
+use crate::conn::{ConnState, Outbound, ParkRefused};
 use crate::protocol::jsonrpc::encode_request;
 use crate::protocol::{ErrorObject, RequestId, Response};
-use crate::server::{ConnState, Outbound, ParkRefused};
 
 /// Why a request to the client produced no answer.
 #[derive(Clone, Debug, PartialEq)]

@@ -26,6 +26,7 @@ use base64::Engine as _;
 use parking_lot::Mutex;
 use serde_json::value::RawValue;
 
+pub use crate::schema::{input_schema_for, output_schema_for};
 pub(crate) use arguments::{ArgsSchema, Decoded, json_text};
 pub use arguments::{ArgumentError, ToolArgs};
 pub use completion::{Completer, CompletionRequest, complete_from, prefix_matches};
@@ -38,10 +39,7 @@ pub use resource::{
     ResourceDef, ResourceHandler, ResourceLister, ResourceRequest, ResourceTemplateDef,
 };
 pub use template::{TemplateError, TemplateVars, UriTemplate, percent_decode};
-pub use tool::{
-    ToolDef, ToolDefError, ToolHandler, ToolProblem, input_schema_for, output_schema_for,
-    validate_tool_name,
-};
+pub use tool::{ToolDef, ToolDefError, ToolHandler, ToolProblem, validate_tool_name};
 
 pub(crate) use tool::Listed;
 

@@ -5,9 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::connection::{ConnTable, ConnectionEvent, EventHook, Transport};
 use super::{Server, ServerInner};
 use crate::auth::{AuditEvent, AuditSink, Authorizer, AuthorizerSource};
+use crate::conn::{ConnTable, ConnectionEvent, EventHook, Transport};
 use crate::protocol::{
     Empty, Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities,
 };

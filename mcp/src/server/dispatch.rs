@@ -64,7 +64,7 @@ impl Scope {
         mrtr: Option<Arc<Mrtr>>,
     ) -> Ctx {
         Ctx::new(
-            server.clone(),
+            server.host(),
             self.caller.clone(),
             Some(self.id.clone()),
             progress_token,

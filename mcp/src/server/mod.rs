@@ -11,7 +11,6 @@
 mod builder;
 mod compat;
 pub(crate) mod completion;
-mod connection;
 mod dispatch;
 mod lifecycle;
 mod modern;
@@ -23,21 +22,23 @@ mod tools;
 use std::fmt;
 use std::sync::Arc;
 
-pub use builder::{BuildError, ServerBuilder, ServerConfig};
-pub use connection::{
+pub(crate) use crate::conn::ConnState;
+pub use crate::conn::{
     ConnId, ConnectionEvent, ConnectionStats, Outbound, OutboundReceiver, Transport,
     UnknownTransport,
 };
-pub(crate) use connection::{ConnState, ParkRefused};
+pub use builder::{BuildError, ServerBuilder, ServerConfig};
 pub use reply::Reply;
 
 use crate::auth::{AuditSink, Authorizer, AuthorizerSource, Principal};
+use crate::conn::ConnTable;
+use crate::context::host::HostFuture;
+use crate::context::{Ctx, Host};
 use crate::protocol::jsonrpc::{Incoming, decode, encode_error, encode_notification};
 use crate::protocol::{
     ErrorObject, Implementation, Message, ResourceUpdatedParams, ServerCapabilities, methods,
 };
 use crate::registry::{ListKind, Registry};
-use connection::ConnTable;
 
 /// A running MCP server. Cheap to clone; every clone is the same server.
 #[derive(Clone)]
@@ -358,6 +359,50 @@ impl Server {
                 out.try_send(frame.to_owned());
             }
         }
+    }
+}
+
+impl Server {
+    /// The server as a request's [`Ctx`] sees it.
+    pub(crate) fn host(&self) -> Arc<dyn Host> {
+        Arc::new(self.clone())
+    }
+}
+
+impl Host for Server {
+    fn name(&self) -> &str {
+        &self.inner.info.name
+    }
+
+    fn elicitation_timeout(&self) -> std::time::Duration {
+        self.inner.config.elicitation_timeout
+    }
+
+    fn call_timeout(&self) -> std::time::Duration {
+        self.inner.config.call_timeout
+    }
+
+    fn read_resource<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        uri: &'a str,
+    ) -> HostFuture<'a, Result<Vec<crate::protocol::ResourceContents>, ErrorObject>> {
+        Box::pin(self.read_resource_as(ctx, uri))
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl Ctx {
+    /// The server serving this request.
+    pub fn server(&self) -> &Server {
+        // Only a `Server` makes a `Ctx`, and it always passes itself as the host.
+        self.host()
+            .as_any()
+            .downcast_ref::<Server>()
+            .expect("a Ctx's host is the Server that made it")
     }
 }
 

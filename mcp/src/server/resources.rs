@@ -184,7 +184,7 @@ impl Server {
                 "server_busy: too many requests are running; try again shortly",
             ));
         };
-        let ctx = Ctx::new(self.clone(), caller.clone(), request_id, None, mrtr.clone());
+        let ctx = Ctx::new(self.host(), caller.clone(), request_id, None, mrtr.clone());
         let request = ResourceRequest {
             uri: uri.to_owned(),
             vars,

@@ -1,0 +1,154 @@
+//! Everything the server keeps about one connection: what it negotiated, where its
+//! messages go, what it has running and parked.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use parking_lot::{Mutex, RwLock};
+use tokio_util::sync::CancellationToken;
+
+use super::{ConnId, Outbound, Pending, Transport};
+use crate::protocol::{
+    ClientCapabilities, Era, Implementation, LoggingLevel, ProtocolVersion, RequestId,
+};
+
+/// What the client negotiated on this connection (handshake era).
+#[derive(Clone, Debug)]
+pub(crate) struct Negotiated {
+    pub(crate) version: Option<ProtocolVersion>,
+    pub(crate) capabilities: Option<Arc<ClientCapabilities>>,
+    pub(crate) client_info: Option<Implementation>,
+    pub(crate) log_level: LoggingLevel,
+    pub(crate) initialized: bool,
+}
+
+impl Default for Negotiated {
+    fn default() -> Self {
+        Negotiated {
+            version: None,
+            capabilities: None,
+            client_info: None,
+            log_level: LoggingLevel::Info,
+            initialized: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Subscriber {
+    pub(crate) token: u64,
+    pub(crate) out: Outbound,
+}
+
+/// Everything the server keeps about one connection.
+pub(crate) struct ConnState {
+    pub(crate) id: ConnId,
+    pub(crate) transport: Transport,
+    pub(crate) seq: u64,
+    pub(crate) subscriber: RwLock<Option<Subscriber>>,
+    pub(crate) session: RwLock<Negotiated>,
+    pub(crate) subscriptions: Mutex<HashSet<String>>,
+    pub(crate) in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// Requests running handlers now (bounded by `max_requests_per_connection`).
+    pub(crate) running: AtomicUsize,
+    pub(crate) pending: Mutex<Pending>,
+    pub(crate) closed: CancellationToken,
+    /// Cancelled when the client's input closed (stdin EOF): long-lived requests end.
+    pub(crate) input_closed: CancellationToken,
+    /// The era fixed by the connection's first decisive message (stdio).
+    pub(crate) era: Mutex<Option<Era>>,
+}
+
+impl fmt::Debug for ConnState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnState")
+            .field("id", &self.id)
+            .field("transport", &self.transport)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConnState {
+    pub(crate) fn new(id: ConnId, transport: Transport, seq: u64, max_pending: usize) -> Self {
+        ConnState {
+            id,
+            transport,
+            seq,
+            subscriber: RwLock::new(None),
+            session: RwLock::new(Negotiated::default()),
+            subscriptions: Mutex::new(HashSet::new()),
+            in_flight: Mutex::new(HashMap::new()),
+            running: AtomicUsize::new(0),
+            pending: Mutex::new(Pending::new(max_pending)),
+            closed: CancellationToken::new(),
+            input_closed: CancellationToken::new(),
+            era: Mutex::new(None),
+        }
+    }
+
+    /// The live transport's queue, if a transport is attached.
+    pub(crate) fn outbound(&self) -> Option<Outbound> {
+        self.subscriber.read().as_ref().map(|s| s.out.clone())
+    }
+
+    pub(crate) fn has_subscriber(&self) -> bool {
+        self.subscriber.read().is_some()
+    }
+
+    pub(crate) fn capabilities(&self) -> Option<Arc<ClientCapabilities>> {
+        self.session.read().capabilities.clone()
+    }
+
+    pub(crate) fn version(&self) -> Option<ProtocolVersion> {
+        self.session.read().version
+    }
+
+    /// What the connection holds right now.
+    pub(crate) fn stats(&self) -> ConnectionStats {
+        ConnectionStats {
+            running: self.running.load(Ordering::Acquire),
+            cancellable: self.in_flight.lock().len(),
+            pending: self.pending.lock().len(),
+            subscriptions: self.subscriptions.lock().len(),
+            attached: self.has_subscriber(),
+        }
+    }
+
+    /// Cancels every running request the client could have cancelled; no response is sent
+    /// for them. The connection stays attached.
+    pub(crate) fn cancel_running(&self) {
+        for token in self.in_flight.lock().values() {
+            token.cancel();
+        }
+    }
+
+    /// Closes everything the connection holds: parked requests see their answer channel
+    /// drop, in-flight calls are cancelled. Nothing is pushed: the owner is gone.
+    pub(crate) fn close(&self) {
+        self.closed.cancel();
+        self.input_closed.cancel();
+        self.pending.lock().close();
+        for (_, token) in self.in_flight.lock().drain() {
+            token.cancel();
+        }
+        *self.subscriber.write() = None;
+    }
+}
+
+/// A snapshot of what one connection holds, for metrics and for checking that nothing is
+/// left behind (a cancelled call, a closed connection).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConnectionStats {
+    /// Requests running handlers (tools, resources, prompts, completions).
+    pub running: usize,
+    /// Requests the client can cancel with `notifications/cancelled`.
+    pub cancellable: usize,
+    /// Requests to the client (elicitation, sampling, roots) waiting for an answer.
+    pub pending: usize,
+    /// Resource URIs subscribed to.
+    pub subscriptions: usize,
+    /// Whether a transport is attached.
+    pub attached: bool,
+}
