@@ -64,6 +64,7 @@ pub mod context;
 pub mod elicit;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod layers;
 pub mod macros_support;
 pub mod protocol;
 pub mod registry;

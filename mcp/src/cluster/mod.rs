@@ -38,6 +38,7 @@ pub mod memory;
 #[cfg(feature = "redis")]
 pub mod redis;
 
+use crate::protocol::methods::ListKind;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -315,18 +316,6 @@ pub trait NonceStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, StoreResult<bool>>;
 }
 
-/// Which list changed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ListName {
-    /// `tools/list`.
-    Tools,
-    /// `resources/list`.
-    Resources,
-    /// `prompts/list`.
-    Prompts,
-}
-
 /// What replicas tell each other.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -336,7 +325,7 @@ pub enum BusMessage {
         /// The replica it changed on.
         origin: String,
         /// The list.
-        list: ListName,
+        list: ListKind,
     },
     /// A resource changed, as seen by the replica `origin`.
     ResourceUpdated {

@@ -72,3 +72,35 @@ impl AuthContext {
         self.principal.as_deref()
     }
 }
+
+/// The headers of the HTTP request a message arrived in, read-only: names in lower case,
+/// in the order they came. Present on the HTTP transports only.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HttpHeaders {
+    entries: Vec<(String, String)>,
+}
+
+impl HttpHeaders {
+    /// Headers from name/value pairs (names are lower-cased).
+    pub fn new(entries: impl IntoIterator<Item = (String, String)>) -> Self {
+        HttpHeaders {
+            entries: entries
+                .into_iter()
+                .map(|(n, v)| (n.to_ascii_lowercase(), v))
+                .collect(),
+        }
+    }
+
+    /// The first value of header `name` (any case).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.entries
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Every header, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.entries.iter().map(|(n, v)| (n.as_str(), v.as_str()))
+    }
+}

@@ -13,7 +13,7 @@ mod pending;
 mod state;
 mod table;
 
-pub use caller::{AuthContext, Principal};
+pub use caller::{AuthContext, HttpHeaders, Principal};
 pub use id::{ConnId, Transport, UnknownTransport};
 pub use outbound::{Outbound, OutboundReceiver};
 pub(crate) use pending::{ParkRefused, Pending};

@@ -10,6 +10,7 @@ use parking_lot::{Mutex, RwLock};
 use tokio_util::sync::CancellationToken;
 
 use super::{ConnId, Outbound, Pending, Transport};
+use crate::protocol::inbound::{EraSignals, VersionHeader};
 use crate::protocol::{
     ClientCapabilities, Era, Implementation, LoggingLevel, ProtocolVersion, RequestId,
 };
@@ -86,6 +87,26 @@ impl ConnState {
             input_closed: CancellationToken::new(),
             era: Mutex::new(None),
         }
+    }
+
+    /// The era of a request on this connection. A transport may decide (`forced`: HTTP
+    /// decides per request); otherwise the connection's first decisive message fixes it
+    /// for the connection (see [`EraSignals::era`]); until then, the handshake era.
+    pub(crate) fn era_of(
+        &self,
+        method: &str,
+        params: Option<&serde_json::value::RawValue>,
+        forced: Option<Era>,
+    ) -> Era {
+        if let Some(era) = forced {
+            return era;
+        }
+        let mut fixed = self.era.lock();
+        if let Some(era) = *fixed {
+            return era;
+        }
+        *fixed = EraSignals::of(method, params, VersionHeader::Absent).era();
+        fixed.unwrap_or(Era::Handshake)
     }
 
     /// The live transport's queue, if a transport is attached.

@@ -21,9 +21,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::conn::{AuthContext, ConnId, ConnState, Outbound, Principal, Transport};
+use crate::conn::{AuthContext, ConnId, ConnState, HttpHeaders, Outbound, Principal, Transport};
 use crate::elicit::mrtr::Mrtr;
 use crate::elicit::{ClientRequestError, request_client};
+use crate::protocol::inbound::StatelessMeta;
 use crate::protocol::jsonrpc::encode_notification;
 use crate::protocol::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitAction,
@@ -53,13 +54,6 @@ struct CtxInner {
 /// Why a caller that could otherwise be asked cannot be: no channel reaches it.
 pub(crate) const NO_CHANNEL: &str = "the connection has no open channel to put a question on";
 
-/// What a 2026-07-28 request declared about itself in its `_meta`.
-#[derive(Debug)]
-pub(crate) struct ModernRequest {
-    pub(crate) capabilities: Arc<ClientCapabilities>,
-    pub(crate) log_level: Option<LoggingLevel>,
-}
-
 /// Who a request came from and where its messages go: shared by the dispatcher and `Ctx`.
 #[derive(Clone)]
 pub(crate) struct Caller {
@@ -70,13 +64,15 @@ pub(crate) struct Caller {
     pub(crate) version: ProtocolVersion,
     /// Present on the 2026-07-28 era, where capabilities and log level come with each
     /// request instead of from the connection.
-    pub(crate) modern: Option<Arc<ModernRequest>>,
+    pub(crate) stateless: Option<Arc<StatelessMeta>>,
+    /// The HTTP request's headers, on the HTTP transports.
+    pub(crate) headers: Option<Arc<HttpHeaders>>,
 }
 
 impl Caller {
     /// The capabilities that apply to this request.
     pub(crate) fn capabilities(&self) -> Option<Arc<ClientCapabilities>> {
-        match &self.modern {
+        match &self.stateless {
             Some(m) => Some(Arc::clone(&m.capabilities)),
             None => self.conn.capabilities(),
         }
@@ -93,7 +89,7 @@ impl Caller {
     /// they can.
     pub(crate) fn cannot_elicit(&self) -> Option<&'static str> {
         let capable = self.capabilities().is_some_and(|c| c.can_elicit_form());
-        match &self.modern {
+        match &self.stateless {
             Some(_) if capable => None,
             Some(_) => Some("the request did not declare the elicitation capability"),
             None if !capable => Some("the client did not declare the elicitation capability"),
@@ -109,8 +105,8 @@ impl Caller {
 
     /// Whether a log message at `level` should be sent for this request.
     pub(crate) fn wants_log(&self, level: LoggingLevel) -> bool {
-        match &self.modern {
-            Some(m) => m.log_level.is_some_and(|min| level >= min),
+        match &self.stateless {
+            Some(m) => m.log_level().is_some_and(|min| level >= min),
             None => level >= self.conn.session.read().log_level,
         }
     }
@@ -213,6 +209,22 @@ impl Ctx {
     /// The protocol version this request speaks.
     pub fn protocol_version(&self) -> ProtocolVersion {
         self.inner.caller.version
+    }
+
+    /// The request's `_meta` on the 2026-07-28 era, as the client sent it (its reserved
+    /// members are also read for you: [`Ctx::client_capabilities`], [`Ctx::log`]'s level).
+    pub fn meta(&self) -> Option<&crate::protocol::Meta> {
+        self.inner.caller.stateless.as_ref().map(|m| &*m.raw)
+    }
+
+    /// The W3C trace context the client sent in `_meta`, on the 2026-07-28 era.
+    pub fn trace_context(&self) -> Option<&crate::protocol::inbound::TraceContext> {
+        self.inner.caller.stateless.as_ref()?.trace.as_ref()
+    }
+
+    /// The HTTP request's headers (read-only), on the HTTP transports.
+    pub fn http_headers(&self) -> Option<&HttpHeaders> {
+        self.inner.caller.headers.as_deref()
     }
 
     /// The verified caller, if the request carried a valid token.
@@ -468,7 +480,7 @@ impl Ctx {
         method: &str,
         params: Value,
     ) -> Result<R, ClientRequestError> {
-        if self.inner.caller.modern.is_some() {
+        if self.inner.caller.stateless.is_some() {
             let Some(mrtr) = &self.inner.mrtr else {
                 // Only tools/call, prompts/get and resources/read may ask on this era.
                 return Err(ClientRequestError::NotSupported);

@@ -56,3 +56,322 @@ pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
 pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
 /// `notifications/roots/list_changed` (client to server).
 pub const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
+
+/// Which list a `*/list` request or a `list_changed` notification is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ListKind {
+    /// Tools.
+    Tools,
+    /// Resources (and resource templates).
+    Resources,
+    /// Prompts.
+    Prompts,
+}
+
+impl ListKind {
+    /// The `notifications/*/list_changed` method for this list.
+    pub fn changed_method(self) -> &'static str {
+        match self {
+            ListKind::Tools => TOOLS_LIST_CHANGED,
+            ListKind::Resources => RESOURCES_LIST_CHANGED,
+            ListKind::Prompts => PROMPTS_LIST_CHANGED,
+        }
+    }
+}
+
+/// A server capability a method belongs to: the method exists only when it is offered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Capability {
+    /// `tools`.
+    Tools,
+    /// `resources`.
+    Resources,
+    /// `prompts`.
+    Prompts,
+    /// `completions`.
+    Completions,
+}
+
+/// Which member of a request's params the `Mcp-Name` header mirrors (2026-07-28 over HTTP).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mirrored {
+    /// `params.name` (`tools/call`, `prompts/get`).
+    Name,
+    /// `params.uri` (`resources/read`).
+    Uri,
+}
+
+/// Every method a client may send, request or notification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)] // each variant is the method of the same name
+pub enum Method {
+    Initialize,
+    Ping,
+    LoggingSetLevel,
+    ServerDiscover,
+    SubscriptionsListen,
+    ToolsList,
+    ToolsCall,
+    ResourcesList,
+    ResourcesTemplatesList,
+    ResourcesRead,
+    ResourcesSubscribe,
+    ResourcesUnsubscribe,
+    PromptsList,
+    PromptsGet,
+    CompletionComplete,
+    Initialized,
+    Cancelled,
+    RootsListChanged,
+}
+
+/// What the protocol says about one method: the one table that era checks, capability
+/// checks, `-32601` answers, HTTP header rules, batching and cancellation all read.
+#[derive(Clone, Copy, Debug)]
+pub struct MethodSpec {
+    /// The method's name on the wire.
+    pub name: &'static str,
+    /// A notification (no response) rather than a request.
+    pub notification: bool,
+    /// Exists in the handshake era (2024-11-05 to 2025-11-25).
+    pub handshake: bool,
+    /// Exists in the stateless era (2026-07-28).
+    pub stateless: bool,
+    /// The server capability it needs, if any.
+    pub capability: Option<Capability>,
+    /// Put to the read seam (the read authorizer) before it runs.
+    pub read_seam: bool,
+    /// Runs user code (a handler), so the client can cancel it.
+    pub runs_handler: bool,
+    /// Stays open until the server or the client ends it (`subscriptions/listen`): it does
+    /// not count against the connection's cap of running requests.
+    pub long_lived: bool,
+    /// Changes per-session state, so it needs a session on HTTP.
+    pub session_state: bool,
+    /// May be part of a JSON-RPC batch (2025-03-26).
+    pub batchable: bool,
+    /// The params member mirrored in `Mcp-Name` on 2026-07-28 HTTP requests.
+    pub mirrored: Option<Mirrored>,
+    /// The list it reads, for the list methods.
+    pub list: Option<ListKind>,
+}
+
+const fn request(name: &'static str, handshake: bool, stateless: bool) -> MethodSpec {
+    MethodSpec {
+        name,
+        notification: false,
+        handshake,
+        stateless,
+        capability: None,
+        read_seam: false,
+        runs_handler: false,
+        long_lived: false,
+        session_state: false,
+        batchable: true,
+        mirrored: None,
+        list: None,
+    }
+}
+
+const fn notification(name: &'static str, stateless: bool) -> MethodSpec {
+    MethodSpec {
+        notification: true,
+        ..request(name, true, stateless)
+    }
+}
+
+const fn both(name: &'static str) -> MethodSpec {
+    request(name, true, true)
+}
+
+impl MethodSpec {
+    const fn needs(self, capability: Capability) -> Self {
+        MethodSpec {
+            capability: Some(capability),
+            ..self
+        }
+    }
+    const fn read(self) -> Self {
+        MethodSpec {
+            read_seam: true,
+            ..self
+        }
+    }
+    const fn handler(self) -> Self {
+        MethodSpec {
+            runs_handler: true,
+            ..self
+        }
+    }
+    const fn lists(self, kind: ListKind) -> Self {
+        MethodSpec {
+            list: Some(kind),
+            ..self
+        }
+    }
+    const fn mirrors(self, m: Mirrored) -> Self {
+        MethodSpec {
+            mirrored: Some(m),
+            ..self
+        }
+    }
+    const fn session(self) -> Self {
+        MethodSpec {
+            session_state: true,
+            ..self
+        }
+    }
+
+    /// Whether the method exists in `era`.
+    pub fn exists_in(&self, era: super::Era) -> bool {
+        match era {
+            super::Era::Handshake => self.handshake,
+            super::Era::Stateless => self.stateless,
+        }
+    }
+}
+
+impl Method {
+    /// Every method, in the order of the table.
+    pub const ALL: [Method; 18] = [
+        Method::Initialize,
+        Method::Ping,
+        Method::LoggingSetLevel,
+        Method::ServerDiscover,
+        Method::SubscriptionsListen,
+        Method::ToolsList,
+        Method::ToolsCall,
+        Method::ResourcesList,
+        Method::ResourcesTemplatesList,
+        Method::ResourcesRead,
+        Method::ResourcesSubscribe,
+        Method::ResourcesUnsubscribe,
+        Method::PromptsList,
+        Method::PromptsGet,
+        Method::CompletionComplete,
+        Method::Initialized,
+        Method::Cancelled,
+        Method::RootsListChanged,
+    ];
+
+    /// What the protocol says about this method.
+    pub const fn spec(self) -> MethodSpec {
+        use Capability as C;
+        match self {
+            Method::Initialize => MethodSpec {
+                batchable: false,
+                ..request(INITIALIZE, true, false)
+            },
+            Method::Ping => request(PING, true, false),
+            Method::LoggingSetLevel => request(LOGGING_SET_LEVEL, true, false).session(),
+            Method::ServerDiscover => request(SERVER_DISCOVER, false, true),
+            Method::SubscriptionsListen => MethodSpec {
+                long_lived: true,
+                ..request(SUBSCRIPTIONS_LISTEN, false, true).read().handler()
+            },
+            Method::ToolsList => both(TOOLS_LIST)
+                .needs(C::Tools)
+                .read()
+                .lists(ListKind::Tools),
+            Method::ToolsCall => both(TOOLS_CALL)
+                .needs(C::Tools)
+                .handler()
+                .mirrors(Mirrored::Name),
+            Method::ResourcesList => both(RESOURCES_LIST)
+                .needs(C::Resources)
+                .read()
+                .handler()
+                .lists(ListKind::Resources),
+            Method::ResourcesTemplatesList => both(RESOURCES_TEMPLATES_LIST)
+                .needs(C::Resources)
+                .read()
+                .lists(ListKind::Resources),
+            Method::ResourcesRead => both(RESOURCES_READ)
+                .needs(C::Resources)
+                .read()
+                .handler()
+                .mirrors(Mirrored::Uri),
+            Method::ResourcesSubscribe => request(RESOURCES_SUBSCRIBE, true, false)
+                .needs(C::Resources)
+                .read()
+                .session(),
+            Method::ResourcesUnsubscribe => request(RESOURCES_UNSUBSCRIBE, true, false)
+                .needs(C::Resources)
+                .read()
+                .session(),
+            Method::PromptsList => both(PROMPTS_LIST)
+                .needs(C::Prompts)
+                .read()
+                .lists(ListKind::Prompts),
+            Method::PromptsGet => both(PROMPTS_GET)
+                .needs(C::Prompts)
+                .read()
+                .handler()
+                .mirrors(Mirrored::Name),
+            Method::CompletionComplete => both(COMPLETION_COMPLETE)
+                .needs(C::Completions)
+                .read()
+                .handler(),
+            Method::Initialized => notification(INITIALIZED, false),
+            Method::Cancelled => notification(CANCELLED, false),
+            Method::RootsListChanged => notification(ROOTS_LIST_CHANGED, false),
+        }
+    }
+
+    /// The method named `name`, if the protocol has one by that name.
+    pub fn parse(name: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|m| m.spec().name == name)
+    }
+
+    /// The method's name on the wire.
+    pub const fn name(self) -> &'static str {
+        self.spec().name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Era;
+
+    #[test]
+    fn every_method_parses_back_from_its_name() {
+        for m in Method::ALL {
+            assert_eq!(Method::parse(m.name()), Some(m));
+        }
+        assert_eq!(Method::parse("tools/cal"), None);
+    }
+
+    #[test]
+    fn the_eras_differ_only_where_the_protocol_says() {
+        let only = |era: Era| -> Vec<&str> {
+            Method::ALL
+                .iter()
+                .map(|m| m.spec())
+                .filter(|s| !s.notification && s.exists_in(era) && !s.exists_in(other(era)))
+                .map(|s| s.name)
+                .collect()
+        };
+        fn other(e: Era) -> Era {
+            match e {
+                Era::Handshake => Era::Stateless,
+                Era::Stateless => Era::Handshake,
+            }
+        }
+        assert_eq!(
+            only(Era::Handshake),
+            [
+                INITIALIZE,
+                PING,
+                LOGGING_SET_LEVEL,
+                RESOURCES_SUBSCRIBE,
+                RESOURCES_UNSUBSCRIBE
+            ]
+        );
+        assert_eq!(
+            only(Era::Stateless),
+            [SERVER_DISCOVER, SUBSCRIPTIONS_LISTEN]
+        );
+    }
+}

@@ -46,16 +46,7 @@ pub(crate) use tool::Listed;
 /// A boxed, sendable future: what handlers return.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
-/// Which list changed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ListKind {
-    /// `tools/list`.
-    Tools,
-    /// `resources/list` and `resources/templates/list`.
-    Resources,
-    /// `prompts/list`.
-    Prompts,
-}
+pub use crate::protocol::methods::ListKind;
 
 /// Why a registration was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]

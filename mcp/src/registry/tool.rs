@@ -49,6 +49,8 @@ pub struct ToolDef {
     /// server runs it before an authorizer decides, so a question is only ever asked about
     /// a call that can run.
     decoder: Option<Decoder>,
+    /// Layers of this tool's own, inside the server's.
+    pub(crate) layers: Vec<Arc<dyn crate::layers::Layer>>,
 }
 
 /// Decodes the JSON text of a call's arguments as a typed tool's handler would.
@@ -99,6 +101,7 @@ impl ToolDef {
             timeout: None,
             handler: Arc::new(handler),
             decoder: None,
+            layers: Vec::new(),
         }
     }
 
@@ -300,6 +303,13 @@ impl ToolDef {
     /// The OAuth scopes this tool requires.
     pub fn required_scopes(&self) -> &[String] {
         &self.scopes
+    }
+
+    /// Adds a layer of this tool's own: it runs for calls of this tool only, inside the
+    /// server's layers (see [`crate::layers`]).
+    pub fn layer(mut self, layer: impl crate::layers::Layer) -> Self {
+        self.layers.push(Arc::new(layer));
+        self
     }
 
     /// Overrides the server's per-call timeout for this tool.

@@ -165,6 +165,7 @@ pub struct ServerBuilder {
     enable_resources: bool,
     enable_prompts: bool,
     audit: Option<AuditSink>,
+    layers: Vec<Arc<dyn crate::layers::Layer>>,
     on_event: Option<EventHook>,
     state_key: Option<Vec<u8>>,
     cluster: Option<crate::cluster::Cluster>,
@@ -188,6 +189,7 @@ impl ServerBuilder {
             enable_resources: false,
             enable_prompts: false,
             audit: None,
+            layers: Vec::new(),
             on_event: None,
             state_key: None,
             cluster: None,
@@ -273,6 +275,19 @@ impl ServerBuilder {
     /// Overrides where the authorizer came from.
     pub fn authorizer_source(mut self, source: AuthorizerSource) -> Self {
         self.authorizer_source = Some(source);
+        self
+    }
+
+    /// Adds a layer around every request (see [`crate::layers`]). Layers run in the order
+    /// added, the first outermost, all after the authorizers.
+    pub fn layer(mut self, layer: impl crate::layers::Layer) -> Self {
+        self.layers.push(Arc::new(layer));
+        self
+    }
+
+    /// Adds a layer already shared (say, a cache the caller keeps a handle on).
+    pub fn layer_arc(mut self, layer: Arc<dyn crate::layers::Layer>) -> Self {
+        self.layers.push(layer);
         self
     }
 
@@ -556,6 +571,7 @@ impl ServerBuilder {
             shutdown: tokio_util::sync::CancellationToken::new(),
             config: self.config,
             audit: self.audit,
+            layers: self.layers,
         });
         let weak = Arc::downgrade(&inner);
         inner.registry.set_notifier(Arc::new(move |kind| {

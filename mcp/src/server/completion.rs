@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
 use serde_json::value::RawValue;
 
 use super::dispatch::{Scope, contained, parse_params};
@@ -23,12 +22,6 @@ impl Server {
         params: Option<&RawValue>,
     ) -> Result<Reply, ErrorObject> {
         let p: CompleteRequestParams = parse_params(methods::COMPLETION_COMPLETE, params, true)?;
-        self.read_gate(
-            &scope.caller,
-            methods::COMPLETION_COMPLETE,
-            || json!({"ref": p.reference}),
-        )
-        .await?;
         let snapshot = self.registry().snapshot();
         let request = CompletionRequest {
             argument: p.argument.name.clone(),

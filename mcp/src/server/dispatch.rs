@@ -17,9 +17,11 @@ use crate::auth::{
     ArgsSource, AuditEvent, AuditOutcome, AuthContext, AuthRequest, Decision, Seam, read_denied,
     reasons, safe_decide,
 };
-use crate::context::{Caller, Ctx, ModernRequest};
+use crate::context::{Caller, Ctx};
 use crate::elicit::mrtr::Mrtr;
+use crate::protocol::inbound::StatelessMeta;
 use crate::protocol::jsonrpc::strip_position;
+use crate::protocol::methods::{Capability, Method};
 use crate::protocol::{
     CancelledParams, Era, ErrorObject, Message, Meta, Notification, ProgressToken, ProtocolVersion,
     Request, RequestId, methods,
@@ -36,11 +38,11 @@ impl Scope {
     fn new(
         conn: &Arc<ConnState>,
         id: RequestId,
-        modern: Option<Arc<ModernRequest>>,
+        stateless: Option<Arc<StatelessMeta>>,
         extras: RequestExtras,
         cancel: CancellationToken,
     ) -> Scope {
-        let version = match &modern {
+        let version = match &stateless {
             Some(_) => ProtocolVersion::V2026_07_28,
             None => conn.version().unwrap_or(ProtocolVersion::LATEST_HANDSHAKE),
         };
@@ -51,7 +53,8 @@ impl Scope {
                 cancel,
                 auth: AuthContext::new(conn.id.clone(), conn.transport, extras.principal),
                 version,
-                modern,
+                stateless,
+                headers: extras.headers,
             },
             id,
         }
@@ -75,6 +78,13 @@ impl Scope {
     pub(crate) fn version(&self) -> ProtocolVersion {
         self.caller.version
     }
+}
+
+/// A method this server serves, with what the dispatcher needs to know of it.
+struct Served {
+    method: Method,
+    runs_handler: bool,
+    long_lived: bool,
 }
 
 /// One request counted against its connection's `max_requests_per_connection`, released
@@ -106,19 +116,6 @@ async fn poll_once<F: Future + Unpin>(mut fut: F) -> Poll<F::Output> {
     std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut fut).poll(cx))).await
 }
 
-/// Whether a method runs user code and so can be cancelled.
-fn cancellable(method: &str) -> bool {
-    matches!(
-        method,
-        methods::TOOLS_CALL
-            | methods::RESOURCES_READ
-            | methods::PROMPTS_GET
-            | methods::COMPLETION_COMPLETE
-            | methods::RESOURCES_LIST
-            | methods::SUBSCRIPTIONS_LISTEN
-    )
-}
-
 impl Server {
     pub(crate) async fn dispatch(
         &self,
@@ -143,26 +140,39 @@ impl Server {
         &self,
         conn: &Arc<ConnState>,
         request: Request,
-        extras: RequestExtras,
+        mut extras: RequestExtras,
     ) -> Option<Reply> {
         let Request { id, method, params } = request;
-        let modern = match self.era_for(conn, &method, params.as_deref(), extras.era) {
-            Era::Handshake => None,
-            Era::Stateless => match self.modern_meta(&method, params.as_deref()) {
-                Ok(meta) => Some(Arc::new(ModernRequest {
-                    capabilities: Arc::new(meta.capabilities),
-                    log_level: meta.log_level,
-                })),
-                Err(e) => return Some(Reply::error(Some(&id), &e)),
+        let stateless = match extras.meta.take() {
+            // The transport read and admitted the metadata already.
+            Some(meta) => Some(meta),
+            None => match conn.era_of(&method, params.as_deref(), extras.era) {
+                Era::Handshake => None,
+                Era::Stateless => match StatelessMeta::read(&method, params.as_deref()) {
+                    Ok(meta) => Some(Arc::new(meta)),
+                    Err(e) => return Some(Reply::error(Some(&id), &e)),
+                },
             },
         };
+        let era = if stateless.is_some() {
+            Era::Stateless
+        } else {
+            Era::Handshake
+        };
+        let Some(spec) = self.served(&method, era) else {
+            return Some(Reply::error(
+                Some(&id),
+                &ErrorObject::method_not_found(format!("Unknown method: {method}")),
+            ));
+        };
+        let cancellable = spec.runs_handler;
         // Requests that run handlers count against the connection's cap (a listen only
         // waits, and `max_listeners` bounds it).
-        let running = if cancellable(&method) && method != methods::SUBSCRIPTIONS_LISTEN {
+        let running = if cancellable && !spec.long_lived {
             match Running::enter(conn, self.config().max_requests_per_connection) {
                 Some(guard) => Some(guard),
                 None => {
-                    return Some(self.connection_busy(conn, id, &method, modern, extras));
+                    return Some(self.connection_busy(conn, id, &method, stateless, extras));
                 }
             }
         } else {
@@ -171,13 +181,13 @@ impl Server {
         // Only a connection with a live transport can send notifications/cancelled. Such a
         // request gets a token of its own; the connection cancels it when it closes (see
         // `ConnState::close`), once it is registered below.
-        let tracked = cancellable(&method) && conn.has_subscriber();
+        let tracked = cancellable && conn.has_subscriber();
         let cancel = if tracked {
             CancellationToken::new()
         } else {
             conn.closed.clone()
         };
-        let scope = Scope::new(conn, id, modern, extras, cancel.clone());
+        let scope = Scope::new(conn, id, stateless, extras, cancel.clone());
         // A request the client cancelled gets no response. One stopped because the server
         // closed the connection (its state was evicted, or another transport took over its
         // id) is answered: the transport may still be there, and silence would leave its
@@ -196,7 +206,7 @@ impl Server {
         if conn.closed.is_cancelled() {
             return stopped(&scope);
         }
-        let mut route = std::pin::pin!(self.route(&scope, &method, params.as_deref()));
+        let mut route = std::pin::pin!(self.route(&scope, spec.method, params.as_deref()));
         // Most requests finish on their first poll; nothing can cancel them before that, so
         // they never enter the in-flight table.
         if let Poll::Ready(reply) = poll_once(route.as_mut()).await {
@@ -230,7 +240,7 @@ impl Server {
         conn: &Arc<ConnState>,
         id: RequestId,
         method: &str,
-        modern: Option<Arc<ModernRequest>>,
+        stateless: Option<Arc<StatelessMeta>>,
         extras: RequestExtras,
     ) -> Reply {
         let max = self.config().max_requests_per_connection;
@@ -242,56 +252,104 @@ impl Server {
         if method != methods::TOOLS_CALL {
             return Reply::error(Some(&id), &ErrorObject::internal(message));
         }
-        let scope = Scope::new(conn, id, modern, extras, conn.closed.clone());
+        let scope = Scope::new(conn, id, stateless, extras, conn.closed.clone());
         self.tool_reply(&scope, crate::protocol::CallToolResult::error(message))
     }
 
-    async fn route(&self, scope: &Scope, method: &str, params: Option<&RawValue>) -> Reply {
+    /// The method named `method`, if this server serves it in `era`: it exists in that
+    /// era and its capability is offered. Everything else is -32601.
+    fn served(&self, method: &str, era: Era) -> Option<Served> {
+        let m = Method::parse(method)?;
+        let spec = m.spec();
         let caps = self.capabilities();
-        let modern = scope.caller.modern.is_some();
-        let handshake = !modern;
-        let result = match method {
-            methods::INITIALIZE if handshake => self.initialize(scope, params),
-            methods::PING if handshake => Ok(Reply::raw_result(&scope.id, "{}")),
-            methods::LOGGING_SET_LEVEL if handshake => self.set_level(scope, params),
-            methods::SERVER_DISCOVER if modern => self.discover(scope),
-            methods::SUBSCRIPTIONS_LISTEN if modern => self.listen(scope, params).await,
-            methods::TOOLS_LIST if caps.tools.is_some() => self.list_tools(scope, params).await,
-            methods::TOOLS_CALL if caps.tools.is_some() => self.call_tool(scope, params).await,
-            methods::RESOURCES_LIST if caps.resources.is_some() => {
-                self.list_resources(scope, params).await
+        let offered = match spec.capability {
+            None => true,
+            Some(Capability::Tools) => caps.tools.is_some(),
+            Some(Capability::Resources) => caps.resources.is_some(),
+            Some(Capability::Prompts) => caps.prompts.is_some(),
+            Some(Capability::Completions) => caps.completions.is_some(),
+        };
+        (!spec.notification && spec.exists_in(era) && offered).then_some(Served {
+            method: m,
+            runs_handler: spec.runs_handler,
+            long_lived: spec.long_lived,
+        })
+    }
+
+    /// The seams, then the layers around the handler. A tool call is authorized (and
+    /// approved) inside `call_tool`, which runs the layers itself once it may proceed.
+    async fn route(&self, scope: &Scope, method: Method, params: Option<&RawValue>) -> Reply {
+        let result = match self.seam(scope, method, params).await {
+            Err(e) => Err(e),
+            Ok(()) if method == Method::ToolsCall => self.call_tool(scope, params).await,
+            Ok(()) => {
+                let answer = self
+                    .layered(scope, method, params, &[], || {
+                        Box::pin(self.serve(scope, method, params))
+                    })
+                    .await;
+                match answer {
+                    Ok(reply) if method == Method::ToolsList && !self.inner.layers.is_empty() => {
+                        Ok(self.hide_hidden_tools(scope, reply).await)
+                    }
+                    other => other,
+                }
             }
-            methods::RESOURCES_TEMPLATES_LIST if caps.resources.is_some() => {
-                self.list_templates(scope, params).await
-            }
-            methods::RESOURCES_READ if caps.resources.is_some() => {
-                self.read_resource(scope, params).await
-            }
-            methods::RESOURCES_SUBSCRIBE if handshake && caps.resources.is_some() => {
-                self.subscribe(scope, params, true).await
-            }
-            methods::RESOURCES_UNSUBSCRIBE if handshake && caps.resources.is_some() => {
-                self.subscribe(scope, params, false).await
-            }
-            methods::PROMPTS_LIST if caps.prompts.is_some() => {
-                self.list_prompts(scope, params).await
-            }
-            methods::PROMPTS_GET if caps.prompts.is_some() => self.get_prompt(scope, params).await,
-            methods::COMPLETION_COMPLETE if caps.completions.is_some() => {
-                self.complete(scope, params).await
-            }
-            _ => Err(ErrorObject::method_not_found(format!(
-                "Unknown method: {method}"
-            ))),
         };
         result.unwrap_or_else(|e| Reply::error(Some(&scope.id), &e))
     }
 
+    /// The handler of each method.
+    async fn serve(
+        &self,
+        scope: &Scope,
+        method: Method,
+        params: Option<&RawValue>,
+    ) -> Result<Reply, ErrorObject> {
+        let result = match method {
+            Method::Initialize => self.initialize(scope, params),
+            Method::Ping => Ok(Reply::raw_result(&scope.id, "{}")),
+            Method::LoggingSetLevel => self.set_level(scope, params),
+            Method::ServerDiscover => self.discover(scope),
+            Method::SubscriptionsListen => self.listen(scope, params).await,
+            Method::ToolsList => self.list_tools(scope, params).await,
+            Method::ToolsCall => self.call_tool(scope, params).await,
+            Method::ResourcesList => self.list_resources(scope, params).await,
+            Method::ResourcesTemplatesList => self.list_templates(scope, params).await,
+            Method::ResourcesRead => self.read_resource(scope, params).await,
+            Method::ResourcesSubscribe => self.subscribe(scope, params, true).await,
+            Method::ResourcesUnsubscribe => self.subscribe(scope, params, false).await,
+            Method::PromptsList => self.list_prompts(scope, params).await,
+            Method::PromptsGet => self.get_prompt(scope, params).await,
+            Method::CompletionComplete => self.complete(scope, params).await,
+            // `served` admits requests only.
+            Method::Initialized | Method::Cancelled | Method::RootsListChanged => Err(
+                ErrorObject::method_not_found(format!("Unknown method: {}", method.name())),
+            ),
+        };
+        result
+    }
+
     fn notification(&self, conn: &ConnState, n: Notification) {
+        self.act_on(conn, &n);
+        if !self.inner.layers.is_empty() {
+            let info = crate::layers::NotificationInfo {
+                method: &n.method,
+                params: n.params.as_deref().map(RawValue::get),
+                conn_id: &conn.id,
+                transport: conn.transport,
+            };
+            for layer in &self.inner.layers {
+                layer.on_notification(&info);
+            }
+        }
+    }
+
+    fn act_on(&self, conn: &ConnState, n: &Notification) {
         match n.method.as_str() {
             methods::INITIALIZED => conn.session.write().initialized = true,
             methods::CANCELLED => {
-                let Some(params) = n.params else { return };
+                let Some(params) = &n.params else { return };
                 let Ok(p) = serde_json::from_str::<CancelledParams>(params.get()) else {
                     return;
                 };

@@ -12,10 +12,10 @@ mod builder;
 mod compat;
 pub(crate) mod completion;
 mod dispatch;
+mod layered;
 mod lifecycle;
 mod modern;
 mod prompts;
-mod reply;
 mod resources;
 mod tools;
 
@@ -24,11 +24,11 @@ use std::sync::Arc;
 
 pub(crate) use crate::conn::ConnState;
 pub use crate::conn::{
-    ConnId, ConnectionEvent, ConnectionStats, Outbound, OutboundReceiver, Transport,
+    ConnId, ConnectionEvent, ConnectionStats, HttpHeaders, Outbound, OutboundReceiver, Transport,
     UnknownTransport,
 };
+pub use crate::protocol::Reply;
 pub use builder::{BuildError, ServerBuilder, ServerConfig};
-pub use reply::Reply;
 
 use crate::auth::{AuditSink, Authorizer, AuthorizerSource, Principal};
 use crate::conn::ConnTable;
@@ -58,6 +58,8 @@ pub(crate) struct ServerInner {
     in_flight: InFlight,
     config: ServerConfig,
     audit: Option<AuditSink>,
+    /// Middleware around every request, outermost first.
+    layers: Vec<Arc<dyn crate::layers::Layer>>,
     /// The server's identity as JSON, for the `_meta` of 2026-07-28 results.
     server_info_json: String,
     sealer: crate::elicit::state::StateSealer,
@@ -127,6 +129,10 @@ pub struct RequestExtras {
     /// The protocol era, when the transport decided it (HTTP decides per request); `None`
     /// lets the connection's first decisive message fix it.
     pub era: Option<crate::protocol::Era>,
+    /// The 2026-07-28 metadata, when the transport already read and admitted it (HTTP).
+    pub meta: Option<Arc<crate::protocol::inbound::StatelessMeta>>,
+    /// The HTTP request's headers, on the HTTP transports.
+    pub headers: Option<Arc<crate::conn::HttpHeaders>>,
 }
 
 impl Server {
@@ -299,6 +305,7 @@ impl Server {
     }
 
     fn resource_updated_here(&self, uri: &str) {
+        self.tell_layers(&crate::layers::Change::Resource(uri.to_owned()));
         self.notify_listeners_updated(uri);
         let frame = encode_notification(
             methods::RESOURCES_UPDATED,
@@ -310,44 +317,37 @@ impl Server {
     }
 
     fn list_changed(&self, kind: ListKind) {
-        let method = match kind {
-            ListKind::Tools => methods::TOOLS_LIST_CHANGED,
-            ListKind::Resources => methods::RESOURCES_LIST_CHANGED,
-            ListKind::Prompts => methods::PROMPTS_LIST_CHANGED,
-        };
-        let frame = encode_notification::<()>(method, None);
-        self.broadcast(&frame, |c| c.session.read().version.is_some());
-        self.notify_listeners_list_changed(kind);
+        self.list_changed_here(kind);
         if let Some(cluster) = &self.inner.cluster {
-            let list = match kind {
-                ListKind::Tools => crate::cluster::ListName::Tools,
-                ListKind::Resources => crate::cluster::ListName::Resources,
-                ListKind::Prompts => crate::cluster::ListName::Prompts,
-            };
             cluster.publish_detached(crate::cluster::BusMessage::ListChanged {
                 origin: cluster.replica_id().to_owned(),
-                list,
+                list: kind,
             });
         }
+    }
+
+    /// Tells this replica's connections and listen streams that a list changed.
+    fn list_changed_here(&self, kind: ListKind) {
+        self.tell_layers(&crate::layers::Change::List(kind));
+        let frame = encode_notification::<()>(kind.changed_method(), None);
+        self.broadcast(&frame, |c| c.session.read().version.is_some());
+        self.notify_listeners_list_changed(kind);
     }
 
     /// A list change or resource update raised on another replica: delivered to this
     /// replica's connections and listen streams, and not published again.
     fn on_bus(&self, message: &crate::cluster::BusMessage) {
-        use crate::cluster::{BusMessage, ListName};
+        use crate::cluster::BusMessage;
         match message {
-            BusMessage::ListChanged { list, .. } => {
-                let (kind, method) = match list {
-                    ListName::Tools => (ListKind::Tools, methods::TOOLS_LIST_CHANGED),
-                    ListName::Resources => (ListKind::Resources, methods::RESOURCES_LIST_CHANGED),
-                    ListName::Prompts => (ListKind::Prompts, methods::PROMPTS_LIST_CHANGED),
-                };
-                let frame = encode_notification::<()>(method, None);
-                self.broadcast(&frame, |c| c.session.read().version.is_some());
-                self.notify_listeners_list_changed(kind);
-            }
+            BusMessage::ListChanged { list, .. } => self.list_changed_here(*list),
             BusMessage::ResourceUpdated { uri, .. } => self.resource_updated_here(uri),
             _ => {}
+        }
+    }
+
+    fn tell_layers(&self, change: &crate::layers::Change) {
+        for layer in &self.inner.layers {
+            layer.on_change(change);
         }
     }
 

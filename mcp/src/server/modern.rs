@@ -11,21 +11,18 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::dispatch::{Scope, parse_params};
-use super::{ConnState, Reply, Server};
+use super::{Reply, Server};
 use crate::elicit::mrtr::Mrtr;
 use crate::elicit::state::{ApprovalState, Binding};
+use crate::protocol::inbound::STATELESS_VERSIONS;
 use crate::protocol::jsonrpc::encode_notification;
 use crate::protocol::{
-    CacheScope, CallToolResult, DiscoverResult, Era, ErrorObject, GetPromptResult,
-    InputRequiredResult, ListenParams, Meta, ProtocolVersion, ReadResourceResult, RequestId,
-    RequestMeta, ServerCapabilities, SubscriptionFilter, codes, meta_keys, methods,
+    CacheScope, CallToolResult, DiscoverResult, ErrorObject, GetPromptResult, InputRequiredResult,
+    ListenParams, Meta, ReadResourceResult, RequestId, ServerCapabilities, SubscriptionFilter,
+    codes, meta_keys, methods,
 };
 use crate::registry::ListKind;
 use crate::server::{Outbound, Transport};
-
-/// The revisions a client may name in a request's `_meta` (the same list `server/discover`
-/// and -32022 report). Handshake revisions are reached through `initialize` instead.
-pub(crate) const MODERN_VERSIONS: [ProtocolVersion; 1] = [ProtocolVersion::V2026_07_28];
 
 /// A cache hint for a cacheable result.
 #[derive(Clone, Copy, Debug)]
@@ -157,84 +154,6 @@ impl Drop for ListenerGuard {
 static LISTENER_KEYS: AtomicU64 = AtomicU64::new(1);
 
 impl Server {
-    /// Which era a request belongs to. A transport may decide (HTTP does, per request);
-    /// otherwise the connection's first decisive message fixes it for the connection:
-    /// `initialize` selects the handshake era, `server/discover` or a request carrying
-    /// modern `_meta` selects 2026-07-28.
-    pub(crate) fn era_for(
-        &self,
-        conn: &ConnState,
-        method: &str,
-        params: Option<&RawValue>,
-        forced: Option<Era>,
-    ) -> Era {
-        if let Some(era) = forced {
-            return era;
-        }
-        let mut locked = conn.era.lock();
-        if let Some(era) = *locked {
-            return era;
-        }
-        let era = if method == methods::INITIALIZE {
-            Some(Era::Handshake)
-        } else if method == methods::SERVER_DISCOVER || has_modern_meta(params) {
-            Some(Era::Stateless)
-        } else {
-            None
-        };
-        *locked = era;
-        era.unwrap_or(Era::Handshake)
-    }
-
-    /// Validates a 2026-07-28 request's metadata, in the order the specification and the
-    /// conformance suite expect: required members (-32602), then the version (-32022), then
-    /// the method (-32601).
-    pub(crate) fn modern_meta(
-        &self,
-        method: &str,
-        params: Option<&RawValue>,
-    ) -> Result<RequestMeta, ErrorObject> {
-        #[derive(serde::Deserialize)]
-        struct Envelope {
-            #[serde(rename = "_meta", default)]
-            meta: Option<Meta>,
-        }
-        let envelope: Envelope = match params {
-            Some(raw) => serde_json::from_str(raw.get()).map_err(|_| {
-                ErrorObject::invalid_params(
-                    "Invalid params: params must be an object with a _meta member",
-                )
-            })?,
-            None => Envelope { meta: None },
-        };
-        let meta = RequestMeta::from_meta(envelope.meta.as_ref()).map_err(|e| {
-            let crate::protocol::MetaError::Invalid(reason) = e;
-            ErrorObject::invalid_params(format!("Invalid params: {reason}"))
-        })?;
-        let supported = MODERN_VERSIONS
-            .iter()
-            .any(|v| v.as_str() == meta.protocol_version);
-        if !supported {
-            return Err(ErrorObject::new(
-                codes::UNSUPPORTED_PROTOCOL_VERSION,
-                "Unsupported protocol version",
-            )
-            .with_data(json!({
-                "supported": MODERN_VERSIONS.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
-                "requested": meta.protocol_version,
-            })));
-        }
-        if !is_modern_method(method) {
-            let message = if is_handshake_only(method) {
-                format!("Method not found: {method} is not part of protocol 2026-07-28")
-            } else {
-                format!("Unknown method: {method}")
-            };
-            return Err(ErrorObject::method_not_found(message));
-        }
-        Ok(meta)
-    }
-
     /// A success reply shaped for the request's era.
     pub(crate) fn reply<T: Serialize>(
         &self,
@@ -242,7 +161,7 @@ impl Server {
         result: &T,
         cache: Option<CacheHint>,
     ) -> Reply {
-        match scope.caller.modern {
+        match scope.caller.stateless {
             None => Reply::result(&scope.id, result),
             Some(_) => {
                 let json = serde_json::to_string(result).unwrap_or_else(|_| "{}".into());
@@ -253,7 +172,7 @@ impl Server {
 
     /// A success reply from already serialized JSON, shaped for the request's era.
     pub(crate) fn reply_raw(&self, scope: &Scope, json: &str, cache: Option<CacheHint>) -> Reply {
-        match scope.caller.modern {
+        match scope.caller.stateless {
             None => Reply::raw_result(&scope.id, json),
             Some(_) => Reply::result_with(&scope.id, json.len() + 160, |frame| {
                 decorate_into(
@@ -274,7 +193,7 @@ impl Server {
         mut result: T,
         cache: Option<CacheHint>,
     ) -> Reply {
-        if scope.caller.modern.is_none() {
+        if scope.caller.stateless.is_none() {
             return Reply::result_written(&scope.id, |out| result.write_json(out));
         }
         if result.meta_mut().is_none() {
@@ -297,7 +216,7 @@ impl Server {
 
     /// The cache hint for a list: private when what a caller sees may depend on who asks.
     pub(crate) fn list_cache(&self, scope: &Scope, kind: ListKind) -> Option<CacheHint> {
-        scope.caller.modern.as_ref()?;
+        scope.caller.stateless.as_ref()?;
         let identity_dependent = self.inner.read_authorizer.is_some()
             || scope.caller.auth.principal().is_some()
             || (kind == ListKind::Tools && self.inner.authorizer.is_some());
@@ -318,7 +237,7 @@ impl Server {
         ttl: Option<std::time::Duration>,
         retried: bool,
     ) -> Option<CacheHint> {
-        scope.caller.modern.as_ref()?;
+        scope.caller.stateless.as_ref()?;
         let private =
             self.inner.read_authorizer.is_some() || scope.caller.auth.principal().is_some();
         Some(CacheHint {
@@ -343,7 +262,7 @@ impl Server {
 
     pub(crate) fn discover(&self, scope: &Scope) -> Result<Reply, ErrorObject> {
         let result = DiscoverResult {
-            supported_versions: MODERN_VERSIONS
+            supported_versions: STATELESS_VERSIONS
                 .iter()
                 .map(|v| v.as_str().to_owned())
                 .collect(),
@@ -367,7 +286,7 @@ impl Server {
         request_state: Option<&str>,
         input_responses: Option<Meta>,
     ) -> Result<Option<Arc<Mrtr>>, ErrorObject> {
-        if scope.caller.modern.is_none() {
+        if scope.caller.stateless.is_none() {
             return Ok(None);
         }
         let opened = match request_state {
@@ -452,12 +371,6 @@ impl Server {
         params: Option<&RawValue>,
     ) -> Result<Reply, ErrorObject> {
         let p: ListenParams = parse_params(methods::SUBSCRIPTIONS_LISTEN, params, true)?;
-        self.read_gate(
-            &scope.caller,
-            methods::SUBSCRIPTIONS_LISTEN,
-            || json!({"notifications": p.notifications}),
-        )
-        .await?;
         let Some(sink) = scope.caller.sink.clone() else {
             return Err(ErrorObject::internal(
                 "subscriptions/listen needs a transport that can stream notifications",
@@ -575,39 +488,6 @@ impl Server {
             }
         }
     }
-}
-
-/// A cheap test for modern `_meta` before parsing: handshake-era traffic never pays more
-/// than a substring search, and only until the connection's era is fixed.
-fn has_modern_meta(params: Option<&RawValue>) -> bool {
-    params.is_some_and(|p| p.get().contains(meta_keys::PROTOCOL_VERSION))
-}
-
-fn is_modern_method(method: &str) -> bool {
-    matches!(
-        method,
-        methods::SERVER_DISCOVER
-            | methods::TOOLS_LIST
-            | methods::TOOLS_CALL
-            | methods::RESOURCES_LIST
-            | methods::RESOURCES_TEMPLATES_LIST
-            | methods::RESOURCES_READ
-            | methods::PROMPTS_LIST
-            | methods::PROMPTS_GET
-            | methods::COMPLETION_COMPLETE
-            | methods::SUBSCRIPTIONS_LISTEN
-    )
-}
-
-fn is_handshake_only(method: &str) -> bool {
-    matches!(
-        method,
-        methods::INITIALIZE
-            | methods::PING
-            | methods::LOGGING_SET_LEVEL
-            | methods::RESOURCES_SUBSCRIBE
-            | methods::RESOURCES_UNSUBSCRIBE
-    )
 }
 
 /// The canonical digest of a request's arguments, for binding sealed state to them.

@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
 use serde_json::value::RawValue;
 
 use super::compat;
@@ -21,8 +20,6 @@ impl Server {
         params: Option<&RawValue>,
     ) -> Result<Reply, ErrorObject> {
         let p: PaginatedParams = parse_params(methods::PROMPTS_LIST, params, false)?;
-        self.read_gate(&scope.caller, methods::PROMPTS_LIST, || json!({}))
-            .await?;
         let snapshot = self.registry().snapshot();
         let page = page(
             snapshot.prompt_entries(),
@@ -43,12 +40,6 @@ impl Server {
     ) -> Result<Reply, ErrorObject> {
         let p: GetPromptRequestParams = parse_params(methods::PROMPTS_GET, params, true)?;
         let args = p.arguments.unwrap_or_default();
-        self.read_gate(
-            &scope.caller,
-            methods::PROMPTS_GET,
-            || json!({"name": p.name, "arguments": args}),
-        )
-        .await?;
         let snapshot = self.registry().snapshot();
         let Some(prompt) = snapshot.prompt(&p.name) else {
             return Err(ErrorObject::invalid_params(format!(
@@ -64,7 +55,7 @@ impl Server {
                 missing.join(", ")
             )));
         }
-        let binding = scope.caller.modern.as_ref().map(|_| Binding {
+        let binding = scope.caller.stateless.as_ref().map(|_| Binding {
             method: methods::PROMPTS_GET.to_owned(),
             target: p.name.clone(),
             args_digest: args_digest(&serde_json::to_value(&args).unwrap_or_default()),

@@ -26,8 +26,6 @@ impl Server {
         params: Option<&RawValue>,
     ) -> Result<Reply, ErrorObject> {
         let p: PaginatedParams = parse_params(methods::RESOURCES_LIST, params, false)?;
-        self.read_gate(&scope.caller, methods::RESOURCES_LIST, || json!({}))
-            .await?;
         let snapshot = self.registry().snapshot();
         let size = self.config().page_size;
         let cache = self.list_cache(scope, ListKind::Resources);
@@ -82,10 +80,6 @@ impl Server {
         params: Option<&RawValue>,
     ) -> Result<Reply, ErrorObject> {
         let p: PaginatedParams = parse_params(methods::RESOURCES_TEMPLATES_LIST, params, false)?;
-        self.read_gate(&scope.caller, methods::RESOURCES_TEMPLATES_LIST, || {
-            json!({})
-        })
-        .await?;
         let snapshot = self.registry().snapshot();
         let page = page(
             snapshot.template_entries(),
@@ -106,7 +100,7 @@ impl Server {
     ) -> Result<Reply, ErrorObject> {
         let p: ResourceUriParams = parse_params(methods::RESOURCES_READ, params, true)?;
         let retried = p.request_state.is_some() || p.input_responses.is_some();
-        let binding = scope.caller.modern.as_ref().map(|_| Binding {
+        let binding = scope.caller.stateless.as_ref().map(|_| Binding {
             method: methods::RESOURCES_READ.to_owned(),
             target: p.uri.clone(),
             args_digest: String::new(),
@@ -120,7 +114,13 @@ impl Server {
             None => None,
         };
         match self
-            .read_core(&scope.caller, Some(scope.id.clone()), &p.uri, mrtr.clone())
+            .read_core(
+                &scope.caller,
+                Some(scope.id.clone()),
+                &p.uri,
+                mrtr.clone(),
+                false,
+            )
             .await?
         {
             Outcome::Done((contents, ttl)) => {
@@ -146,7 +146,7 @@ impl Server {
         uri: &str,
     ) -> Result<Vec<ResourceContents>, ErrorObject> {
         match self
-            .read_core(ctx.caller(), ctx.request_id().cloned(), uri, None)
+            .read_core(ctx.caller(), ctx.request_id().cloned(), uri, None, true)
             .await?
         {
             Outcome::Done((contents, _)) => Ok(contents),
@@ -156,16 +156,20 @@ impl Server {
         }
     }
 
-    /// Reads `uri` through the read seam; the contents and the resource's own cache TTL.
+    /// Reads `uri`, through the read seam when `gate` (a request's own read passed it on
+    /// its way in); the contents and the resource's own cache TTL.
     async fn read_core(
         &self,
         caller: &Caller,
         request_id: Option<RequestId>,
         uri: &str,
         mrtr: Option<Arc<Mrtr>>,
+        gate: bool,
     ) -> Result<Outcome<(Vec<ResourceContents>, Option<Duration>)>, ErrorObject> {
-        self.read_gate(caller, methods::RESOURCES_READ, || json!({"uri": uri}))
-            .await?;
+        if gate {
+            self.read_gate(caller, methods::RESOURCES_READ, || json!({"uri": uri}))
+                .await?;
+        }
         let snapshot = self.registry().snapshot();
         let (handler, mime, vars, ttl) = if let Some(r) = snapshot.resource(uri) {
             (
@@ -217,8 +221,6 @@ impl Server {
             methods::RESOURCES_UNSUBSCRIBE
         };
         let p: ResourceUriParams = parse_params(method, params, true)?;
-        self.read_gate(&scope.caller, method, || json!({"uri": p.uri}))
-            .await?;
         let mut subs = scope.caller.conn.subscriptions.lock();
         if on {
             let max = self.config().max_subscriptions;

@@ -22,6 +22,8 @@ use crate::context::{Caller, NO_CHANNEL};
 use crate::elicit::mrtr::Mrtr;
 use crate::elicit::state::{ApprovalState, Binding};
 use crate::elicit::{APPROVAL_KEY, Approval, ask_approval, judge};
+use crate::layers::BoxFuture;
+use crate::protocol::methods::Method;
 use crate::protocol::{CallToolResult, ErrorObject, Meta, PaginatedParams, ProgressToken, methods};
 use crate::registry::{ListKind, Page, ToolArgs, ToolDef, page};
 use crate::server::Transport;
@@ -50,10 +52,6 @@ impl Server {
         params: Option<&RawValue>,
     ) -> Result<Reply, ErrorObject> {
         let p: PaginatedParams = parse_params(methods::TOOLS_LIST, params, false)?;
-        self.read_gate(&scope.caller, methods::TOOLS_LIST, || {
-            Value::Object(Default::default())
-        })
-        .await?;
         let snapshot = self.registry().snapshot();
         let entries = snapshot.tool_entries();
         let size = self.config().page_size;
@@ -141,7 +139,7 @@ impl Server {
         .with_decoded(decoded);
         // On 2026-07-28 every round of this call is bound to this tool, these arguments
         // and this principal.
-        let binding = scope.caller.modern.as_ref().map(|_| Binding {
+        let binding = scope.caller.stateless.as_ref().map(|_| Binding {
             method: methods::TOOLS_CALL.to_owned(),
             target: p.name.clone().into_owned(),
             args_digest: args_digest(request.arguments()),
@@ -245,32 +243,74 @@ impl Server {
             p.arguments.map(|a| Arc::from(a.get())),
             request.take_decoded(),
         );
-        let result = match self
-            .execute_tool(scope, tool, args, token, mrtr.clone())
-            .await
-        {
-            Outcome::Done(result) => result,
-            Outcome::NeedsInput => {
-                let (Some(m), Some(b)) = (&mrtr, &binding) else {
-                    return Err(ErrorObject::internal("a handshake-era call cannot suspend"));
+        // Allowed (or approved): now the layers, around the tool.
+        let request = &request;
+        let decision = &decision;
+        let (mrtr, binding) = (&mrtr, &binding);
+        let execute = move || -> BoxFuture<'_, Result<Reply, ErrorObject>> {
+            Box::pin(async move {
+                let result = match self
+                    .execute_tool(scope, tool, args, token, mrtr.clone())
+                    .await
+                {
+                    Outcome::Done(result) => result,
+                    Outcome::NeedsInput => {
+                        let (Some(m), Some(b)) = (mrtr, binding) else {
+                            return Err(ErrorObject::internal(
+                                "a handshake-era call cannot suspend",
+                            ));
+                        };
+                        return Ok(self.input_required(scope, m, b));
+                    }
+                    Outcome::MissingCapability(required) => {
+                        return Err(Self::missing_capability(required));
+                    }
                 };
-                return Ok(self.input_required(scope, m, b));
-            }
-            Outcome::MissingCapability(required) => {
-                return Err(Self::missing_capability(required));
-            }
+                if let Some(d) = decision {
+                    let outcome = if approved {
+                        AuditOutcome::Approved
+                    } else if result.is_error() {
+                        AuditOutcome::ToolError
+                    } else {
+                        AuditOutcome::Served
+                    };
+                    self.audit(request, d, outcome);
+                }
+                Ok(self.tool_reply(scope, result))
+            })
         };
-        if let Some(d) = &decision {
-            let outcome = if approved {
-                AuditOutcome::Approved
-            } else if result.is_error() {
-                AuditOutcome::ToolError
-            } else {
-                AuditOutcome::Served
-            };
-            self.audit(&request, d, outcome);
+        self.layered(scope, Method::ToolsCall, params, &tool.layers, execute)
+            .await
+    }
+
+    /// A `tools/list` answer after the layers, without any tool this caller may not see
+    /// (or that does not exist): whatever a layer added, a hidden tool stays hidden.
+    pub(super) async fn hide_hidden_tools(&self, scope: &Scope, reply: Reply) -> Reply {
+        let answer = crate::layers::Answer::new(Ok(reply));
+        let Some(mut result) = answer.result() else {
+            return answer
+                .into_outcome()
+                .unwrap_or_else(|e| Reply::error(Some(&scope.id), &e));
+        };
+        let snapshot = self.registry().snapshot();
+        if let Some(Value::Array(tools)) = result.get_mut("tools") {
+            let listed = std::mem::take(tools);
+            let verdicts = futures::future::join_all(listed.iter().map(|t| async {
+                let name = t.get("name").and_then(Value::as_str);
+                match name.and_then(|n| snapshot.tool(n)) {
+                    Some(def) => self.tool_visible(&scope.caller, def).await,
+                    None => false,
+                }
+            }))
+            .await;
+            *tools = listed
+                .into_iter()
+                .zip(verdicts)
+                .filter_map(|(t, visible)| visible.then_some(t))
+                .collect();
         }
-        Ok(self.tool_reply(scope, result))
+        let cache = self.list_cache(scope, ListKind::Tools);
+        self.reply_raw(scope, &result.to_string(), cache)
     }
 
     /// The authorizer's Ask on the 2026-07-28 era: approved for this exact call, a question

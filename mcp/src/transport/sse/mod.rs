@@ -318,6 +318,8 @@ async fn receive(
                         sink: None,
                         principal,
                         era: Some(Era::Handshake),
+                        meta: None,
+                        headers: None,
                     },
                 );
                 tokio::select! {

@@ -372,6 +372,8 @@ async fn start_session(
                 sink: None,
                 principal,
                 era: Some(Era::Handshake),
+                meta: None,
+                headers: None,
             },
         )
         .await;
@@ -542,6 +544,8 @@ async fn sessionless(
                         sink: None,
                         principal,
                         era: Some(Era::Handshake),
+                        meta: None,
+                        headers: None,
                     },
                 )
                 .await;
@@ -670,6 +674,8 @@ pub(super) fn handle_all(
                 sink: Some(sink.clone()),
                 principal: principal.clone(),
                 era: Some(Era::Handshake),
+                meta: None,
+                headers: None,
             },
         )
     }));

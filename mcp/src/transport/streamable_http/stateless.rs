@@ -208,9 +208,8 @@ async fn serve(
     }
     // Steps 4 and 5, answered as the dispatcher would answer them, here so that a scope
     // challenge never hides them.
-    if let Err(e) = app
-        .server
-        .modern_meta(&request.method, request.params.as_deref())
+    if let Err(e) =
+        crate::protocol::inbound::StatelessMeta::read(&request.method, request.params.as_deref())
     {
         let status = status_for(Some(e.code));
         return refuse(&request.id, Refusal(status, e));
@@ -298,6 +297,8 @@ async fn exchange(
             sink: Some(sink),
             principal,
             era: Some(Era::Stateless),
+            meta: None,
+            headers: None,
         },
     );
     tokio::pin!(work);

@@ -1,0 +1,185 @@
+//! Middleware: layers around every request, on every transport.
+//!
+//! A [`Layer`] sees each request the server is about to serve (its method, params, `_meta`
+//! and caller) and decides: pass it on ([`Next::run`]), answer it itself, refuse it, or
+//! change the answer on the way back. Typed hooks cover the common cases
+//! ([`Layer::on_call_tool`], [`Layer::on_read_resource`], [`Layer::on_get_prompt`],
+//! [`Layer::on_list`]); [`Layer::on_request`] is the raw one every request goes through.
+//!
+//! # Where layers sit: after the authorizer, never around it
+//!
+//! ```text
+//! transport → decode → era and _meta (once) → method table → seams (tool authorizer,
+//!   approval, read authorizer) → server layers → tool layers → handler
+//!   → (tools/list: hidden tools removed again) → shaped for the era → transport
+//! ```
+//!
+//! The seams decide first. A request the authorizer denies never reaches a layer, so no
+//! layer can widen what it allowed; a call the authorizer asked about reaches the layers
+//! only once the human approved it. On the way out, a `tools/list` answer that a layer
+//! changed is filtered again, so a tool hidden from this caller stays hidden whatever a
+//! layer adds. Notifications never reach the seams; layers see them through
+//! [`Layer::on_notification`].
+//!
+//! # Why a trait of our own, not tower's `Service`
+//!
+//! A tower `Layer`/`Service` stack would give us `ServiceBuilder` and its generic
+//! middleware, but every hook here needs what tower cannot type: the caller as the server
+//! derived it (principal, transport, connection), the request's era and `_meta`, the
+//! answer shaped for that era, and the guarantee that the seams ran first. tower's
+//! `poll_ready` back-pressure also has no meaning for one JSON-RPC request on a connection
+//! that already caps its running requests. A small trait with typed hooks and a `Next`
+//! keeps layers a few lines long and costs one boxed future per layer per request.
+//!
+//! # Built-in layers
+//!
+//! - [`RateLimit`]: a token bucket per principal.
+//! - [`ResponseCache`]: answers to reads and lists, keyed by the caller and the era.
+//! - [`SizeLimit`]: refuses answers larger than a limit.
+//! - [`Timing`]: how long each request took, into `tracing`.
+//!
+//! ```
+//! use mcp::layers::{BoxFuture, Layer, Next, Request, Answer};
+//!
+//! /// Refuses every tool call on Sundays (a toy policy).
+//! struct Audit;
+//!
+//! impl Layer for Audit {
+//!     fn on_call_tool<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
+//!         Box::pin(async move {
+//!             tracing::info!(tool = req.target().unwrap_or(""), "calling");
+//!             next.run(req).await
+//!         })
+//!     }
+//! }
+//!
+//! let server = mcp::Server::builder("s", "1.0.0").layer(Audit).build();
+//! # let _ = server;
+//! ```
+
+mod answer;
+mod cache;
+mod rate_limit;
+pub(crate) mod request;
+mod size_limit;
+mod timing;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+pub use answer::Answer;
+pub use cache::ResponseCache;
+pub use rate_limit::RateLimit;
+pub use request::{NotificationInfo, Request};
+pub use size_limit::SizeLimit;
+pub use timing::Timing;
+
+pub use crate::protocol::methods::{ListKind, Method};
+
+/// A boxed future borrowing the request: what layer hooks return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// JSON-RPC error codes the built-in layers answer with.
+pub mod codes {
+    /// The caller exceeded its rate limit; `data.retryAfterMs` says when to retry.
+    pub const RATE_LIMITED: i32 = -32029;
+    /// The answer is larger than the server's size limit.
+    pub const RESULT_TOO_LARGE: i32 = -32028;
+}
+
+/// Something that changed on the server, for layers that keep state about answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// A list changed (an entry was added or removed).
+    List(ListKind),
+    /// A resource changed.
+    Resource(String),
+}
+
+/// Middleware around requests. Every hook has a default that passes the request on, so a
+/// layer implements only the hooks it needs.
+pub trait Layer: Send + Sync + 'static {
+    /// Every request, before the typed hooks. The default sends each method to its typed
+    /// hook (tool calls to [`Layer::on_call_tool`], and so on) and passes the rest on.
+    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
+        match req.method() {
+            Method::ToolsCall => self.on_call_tool(req, next),
+            Method::ResourcesRead => self.on_read_resource(req, next),
+            Method::PromptsGet => self.on_get_prompt(req, next),
+            m => match m.spec().list {
+                Some(kind) => self.on_list(kind, req, next),
+                None => next.run(req),
+            },
+        }
+    }
+
+    /// A `tools/call` the tool seam allowed (or the human approved).
+    fn on_call_tool<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
+        next.run(req)
+    }
+
+    /// A `resources/read` the read seam allowed.
+    fn on_read_resource<'a>(
+        &'a self,
+        req: &'a Request<'a>,
+        next: Next<'a>,
+    ) -> BoxFuture<'a, Answer> {
+        next.run(req)
+    }
+
+    /// A `prompts/get` the read seam allowed.
+    fn on_get_prompt<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
+        next.run(req)
+    }
+
+    /// A `tools/list`, `resources/list`, `resources/templates/list` or `prompts/list`.
+    fn on_list<'a>(
+        &'a self,
+        kind: ListKind,
+        req: &'a Request<'a>,
+        next: Next<'a>,
+    ) -> BoxFuture<'a, Answer> {
+        let _ = kind;
+        next.run(req)
+    }
+
+    /// A notification from the client (after the server acted on it).
+    fn on_notification(&self, notification: &NotificationInfo<'_>) {
+        let _ = notification;
+    }
+
+    /// Something changed on the server (on this replica or, with a cluster, another).
+    fn on_change(&self, change: &Change) {
+        let _ = change;
+    }
+}
+
+/// What runs after the last layer.
+pub(crate) type Inner<'a> = Box<dyn FnOnce(&'a Request<'a>) -> BoxFuture<'a, Answer> + Send + 'a>;
+
+/// The rest of the chain: the layers after this one, then the handler.
+pub struct Next<'a> {
+    layers: &'a [Arc<dyn Layer>],
+    inner: Inner<'a>,
+}
+
+impl<'a> Next<'a> {
+    pub(crate) fn new(layers: &'a [Arc<dyn Layer>], inner: Inner<'a>) -> Self {
+        Next { layers, inner }
+    }
+
+    /// Passes the request on to the next layer, or to the handler after the last one.
+    pub fn run(self, req: &'a Request<'a>) -> BoxFuture<'a, Answer> {
+        match self.layers.split_first() {
+            Some((first, rest)) => first.on_request(
+                req,
+                Next {
+                    layers: rest,
+                    inner: self.inner,
+                },
+            ),
+            None => (self.inner)(req),
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! [`RateLimit`]: a token bucket per caller.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use serde_json::json;
+
+use super::{Answer, BoxFuture, Layer, Method, Next, Request, codes};
+use crate::protocol::{CallToolResult, ErrorObject};
+
+/// Limits how fast each caller may send requests: a token bucket of `burst` requests,
+/// refilled at `per_second`. The caller is the verified principal; a caller without one is
+/// its connection (a per-IP key would lump together everyone behind one egress, as hosted
+/// clients are).
+///
+/// Over the limit, a tool call gets an `isError` result the model can read (it says when to
+/// retry); any other request gets the JSON-RPC error [`codes::RATE_LIMITED`] with
+/// `data.retryAfterMs`.
+#[derive(Debug)]
+pub struct RateLimit {
+    burst: f64,
+    per_second: f64,
+    max_callers: usize,
+    buckets: Mutex<HashMap<String, Bucket>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+impl RateLimit {
+    /// `burst` requests at once, refilled at `per_second` requests a second, per principal.
+    pub fn per_principal(burst: u32, per_second: f64) -> Self {
+        RateLimit {
+            burst: f64::from(burst.max(1)),
+            per_second: per_second.max(f64::MIN_POSITIVE),
+            max_callers: 100_000,
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Takes a token for `key`, or says how long until one is free.
+    fn take(&self, key: &str, now: Instant) -> Result<(), Duration> {
+        let mut buckets = self.buckets.lock();
+        if buckets.len() >= self.max_callers && !buckets.contains_key(key) {
+            // Full buckets carry no information: forget them before growing.
+            let burst = self.burst;
+            let rate = self.per_second;
+            buckets.retain(|_, b| b.tokens + now.duration_since(b.at).as_secs_f64() * rate < burst);
+        }
+        let bucket = buckets.entry(key.to_owned()).or_insert(Bucket {
+            tokens: self.burst,
+            at: now,
+        });
+        let refill = now.duration_since(bucket.at).as_secs_f64() * self.per_second;
+        bucket.tokens = (bucket.tokens + refill).min(self.burst);
+        bucket.at = now;
+        if bucket.tokens >= 1.0 {
+            bucket.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64(
+                (1.0 - bucket.tokens) / self.per_second,
+            ))
+        }
+    }
+}
+
+impl Layer for RateLimit {
+    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
+        let key = match req.principal() {
+            Some(p) => format!("principal:{}", p.subject),
+            None => format!("conn:{}", req.conn_id()),
+        };
+        match self.take(&key, Instant::now()) {
+            Ok(()) => next.run(req),
+            Err(wait) => {
+                let ms = wait.as_millis().max(1) as u64;
+                tracing::info!(target: "mcp::layers", caller = %key, method = req.method().name(), retry_after_ms = ms, "rate limited");
+                let message = format!(
+                    "rate_limited: too many requests from this caller; retry after {ms} ms"
+                );
+                let answer = if req.method() == Method::ToolsCall {
+                    req.answer_tool(CallToolResult::error(message))
+                } else {
+                    req.refuse(
+                        ErrorObject::new(codes::RATE_LIMITED, message)
+                            .with_data(json!({"retryAfterMs": ms})),
+                    )
+                };
+                Box::pin(async move { answer })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bucket_refills_at_its_rate() {
+        let limit = RateLimit::per_principal(2, 10.0);
+        let t0 = Instant::now();
+        assert!(limit.take("a", t0).is_ok());
+        assert!(limit.take("a", t0).is_ok());
+        let wait = limit.take("a", t0).unwrap_err();
+        assert!(wait <= Duration::from_millis(100) && wait > Duration::from_millis(90));
+        // Another caller has a bucket of its own.
+        assert!(limit.take("b", t0).is_ok());
+        assert!(limit.take("a", t0 + Duration::from_millis(100)).is_ok());
+    }
+}

@@ -1,0 +1,353 @@
+//! The edge of the pipeline: what an incoming message says about itself, read once.
+//!
+//! A transport decodes a frame into a [`Message`](super::Message), then asks this module
+//! which protocol era it belongs to ([`EraSignals::era`], the one place the era is
+//! decided) and, for a 2026-07-28 request, for its validated metadata
+//! ([`StatelessMeta::parse`] and [`StatelessMeta::admit`]). The result travels with the
+//! request as an [`Inbound`]; nothing below re-detects the era or re-parses `_meta`.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use super::methods::{self, Method};
+use super::{
+    ClientCapabilities, Era, ErrorObject, Implementation, LoggingLevel, Message, Meta,
+    ProtocolVersion, RequestMeta, codes, meta_keys,
+};
+
+/// The revisions a client may name in a request's `_meta` (the list `server/discover` and
+/// -32022 report). Handshake revisions are reached through `initialize` instead.
+pub const STATELESS_VERSIONS: [ProtocolVersion; 1] = [ProtocolVersion::V2026_07_28];
+
+/// What the `MCP-Protocol-Version` HTTP header says about the era.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum VersionHeader {
+    /// No header (always so on stdio).
+    #[default]
+    Absent,
+    /// A handshake revision.
+    Handshake,
+    /// Anything else: 2026-07-28, a revision this server does not know, or junk.
+    Other,
+}
+
+impl VersionHeader {
+    /// Classifies the header's text, if the header is present.
+    pub fn of(value: Option<&str>) -> Self {
+        match value {
+            None => VersionHeader::Absent,
+            Some(v) => match v.trim().parse::<ProtocolVersion>() {
+                Ok(v) if ProtocolVersion::HANDSHAKE.contains(&v) => VersionHeader::Handshake,
+                _ => VersionHeader::Other,
+            },
+        }
+    }
+}
+
+/// What one message shows about its era.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EraSignals {
+    /// The message is an `initialize` request.
+    pub initialize: bool,
+    /// The message is a `server/discover` request.
+    pub discover: bool,
+    /// Its params' `_meta` declares a protocol version.
+    pub declares_version: bool,
+    /// The `MCP-Protocol-Version` header (HTTP).
+    pub header: VersionHeader,
+}
+
+impl EraSignals {
+    /// Reads the signals of a decoded message.
+    pub fn of_message(message: &Message, header: VersionHeader) -> Self {
+        match message {
+            Message::Request(r) => EraSignals::of(&r.method, r.params.as_deref(), header),
+            Message::Notification(n) => EraSignals::of(&n.method, n.params.as_deref(), header),
+            Message::Response(_) => EraSignals {
+                header,
+                ..EraSignals::default()
+            },
+        }
+    }
+
+    /// Reads the signals of a method and its params.
+    pub fn of(method: &str, params: Option<&RawValue>, header: VersionHeader) -> Self {
+        EraSignals {
+            initialize: method == methods::INITIALIZE,
+            discover: method == methods::SERVER_DISCOVER,
+            declares_version: declares_version(params),
+            header,
+        }
+    }
+
+    /// The era the message belongs to, or `None` when nothing in it decides: the only
+    /// place the era is decided. A version in `_meta` or a header that is not a handshake
+    /// revision means 2026-07-28; then `initialize` or a handshake header means the
+    /// handshake era; then `server/discover` means 2026-07-28. An undecided message is
+    /// served by what its transport knows (a connection's earlier messages, or HTTP's
+    /// sessionless setting).
+    pub fn era(&self) -> Option<Era> {
+        if self.declares_version || self.header == VersionHeader::Other {
+            Some(Era::Stateless)
+        } else if self.initialize || self.header == VersionHeader::Handshake {
+            Some(Era::Handshake)
+        } else if self.discover {
+            Some(Era::Stateless)
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether params declare a protocol version in `_meta`: the mark of a 2026-07-28 request.
+/// Handshake-era traffic pays a substring search; only a hit is parsed.
+fn declares_version(params: Option<&RawValue>) -> bool {
+    #[derive(Deserialize)]
+    struct OnlyMeta {
+        #[serde(rename = "_meta", default)]
+        meta: Option<Meta>,
+    }
+    let Some(raw) = params else { return false };
+    if !raw.get().contains(meta_keys::PROTOCOL_VERSION) {
+        return false;
+    }
+    serde_json::from_str::<OnlyMeta>(raw.get())
+        .ok()
+        .and_then(|p| p.meta)
+        .is_some_and(|m| m.contains_key(meta_keys::PROTOCOL_VERSION))
+}
+
+/// A W3C trace context a client passed in `_meta` (`traceparent`, `tracestate`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceContext {
+    /// `traceparent`.
+    pub traceparent: String,
+    /// `tracestate`, if any.
+    pub tracestate: Option<String>,
+}
+
+impl TraceContext {
+    fn from_meta(meta: &Meta) -> Option<TraceContext> {
+        let traceparent = meta.get("traceparent")?.as_str()?.to_owned();
+        Some(TraceContext {
+            traceparent,
+            tracestate: meta
+                .get("tracestate")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        })
+    }
+}
+
+/// A 2026-07-28 request's metadata, parsed once at the edge and validated.
+#[derive(Clone, Debug)]
+pub struct StatelessMeta {
+    /// The reserved members: version, client capabilities, client info, log level.
+    pub request: RequestMeta,
+    /// The capabilities, shared with every `Ctx` of the request.
+    pub capabilities: Arc<ClientCapabilities>,
+    /// The whole `_meta` object as sent.
+    pub raw: Arc<Meta>,
+    /// The trace context, if the client sent one.
+    pub trace: Option<TraceContext>,
+}
+
+/// The members of a 2026-07-28 request's params that the edge reads.
+#[derive(Deserialize, Default)]
+pub struct ParamsHead<'a> {
+    /// `_meta`.
+    #[serde(rename = "_meta", default)]
+    pub meta: Option<Meta>,
+    /// `name` (`tools/call`, `prompts/get`).
+    #[serde(default)]
+    pub name: Option<Value>,
+    /// `uri` (`resources/read`).
+    #[serde(default)]
+    pub uri: Option<Value>,
+    /// `arguments` (`tools/call`).
+    #[serde(default, borrow)]
+    pub arguments: Option<&'a RawValue>,
+}
+
+impl<'a> ParamsHead<'a> {
+    /// Reads the head of `params` (-32602 when they are not an object).
+    pub fn parse(params: Option<&'a RawValue>) -> Result<ParamsHead<'a>, ErrorObject> {
+        match params {
+            Some(raw) => serde_json::from_str(raw.get()).map_err(|_| {
+                ErrorObject::invalid_params(
+                    "Invalid params: params must be an object carrying _meta",
+                )
+            }),
+            None => Ok(ParamsHead::default()),
+        }
+    }
+}
+
+impl StatelessMeta {
+    /// Validates the reserved members of a request's `_meta` (-32602 when one is missing
+    /// or malformed).
+    pub fn parse(meta: Option<Meta>) -> Result<StatelessMeta, ErrorObject> {
+        let request = RequestMeta::from_meta(meta.as_ref()).map_err(|e| {
+            let super::MetaError::Invalid(reason) = e;
+            let hint = if meta.is_none() {
+                "; a 2026-07-28 request carries _meta with io.modelcontextprotocol/protocolVersion \
+                 and io.modelcontextprotocol/clientCapabilities (a handshake-era client sends \
+                 initialize first)"
+            } else {
+                ""
+            };
+            ErrorObject::invalid_params(format!("Invalid params: {reason}{hint}"))
+        })?;
+        let raw = meta.unwrap_or_default();
+        Ok(StatelessMeta {
+            capabilities: Arc::new(request.capabilities.clone()),
+            trace: TraceContext::from_meta(&raw),
+            raw: Arc::new(raw),
+            request,
+        })
+    }
+
+    /// Checks what follows the metadata, in the order the specification and the conformance
+    /// suite expect: the version (-32022), then the method (-32601).
+    pub fn admit(&self, method: &str) -> Result<Method, ErrorObject> {
+        let supported = STATELESS_VERSIONS
+            .iter()
+            .any(|v| v.as_str() == self.request.protocol_version);
+        if !supported {
+            return Err(ErrorObject::new(
+                codes::UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+            )
+            .with_data(json!({
+                "supported": STATELESS_VERSIONS.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
+                "requested": self.request.protocol_version,
+            })));
+        }
+        match Method::parse(method) {
+            Some(m) if m.spec().stateless && !m.spec().notification => Ok(m),
+            Some(m) if m.spec().handshake => Err(ErrorObject::method_not_found(format!(
+                "Method not found: {method} is not part of protocol 2026-07-28"
+            ))),
+            _ => Err(ErrorObject::method_not_found(format!(
+                "Unknown method: {method}"
+            ))),
+        }
+    }
+
+    /// Parses and admits the metadata of a request that reached the server with nothing
+    /// read yet (stdio): -32602, then -32022, then -32601.
+    pub fn read(method: &str, params: Option<&RawValue>) -> Result<StatelessMeta, ErrorObject> {
+        #[derive(Deserialize)]
+        struct Envelope {
+            #[serde(rename = "_meta", default)]
+            meta: Option<Meta>,
+        }
+        let envelope: Envelope = match params {
+            Some(raw) => serde_json::from_str(raw.get()).map_err(|_| {
+                ErrorObject::invalid_params(
+                    "Invalid params: params must be an object with a _meta member",
+                )
+            })?,
+            None => Envelope { meta: None },
+        };
+        let meta = StatelessMeta::parse(envelope.meta)?;
+        meta.admit(method)?;
+        Ok(meta)
+    }
+
+    /// The client's identity, if it said.
+    pub fn client_info(&self) -> Option<&Implementation> {
+        self.request.client_info.as_ref()
+    }
+
+    /// The minimum log level the request asked for.
+    pub fn log_level(&self) -> Option<LoggingLevel> {
+        self.request.log_level
+    }
+}
+
+/// How a message reached the server, decided at the edge: its era, and for a 2026-07-28
+/// request, its validated metadata.
+#[derive(Clone, Debug, Default)]
+pub enum EraClaim {
+    /// The transport did not decide: the connection's first decisive message fixes it.
+    #[default]
+    Undecided,
+    /// The handshake era.
+    Handshake,
+    /// The stateless era, with the metadata the transport already parsed and admitted.
+    Stateless(Arc<StatelessMeta>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn signals(init: bool, discover: bool, meta: bool, header: VersionHeader) -> Option<Era> {
+        EraSignals {
+            initialize: init,
+            discover,
+            declares_version: meta,
+            header,
+        }
+        .era()
+    }
+
+    #[test]
+    fn the_era_follows_the_rules() {
+        use VersionHeader::{Absent, Handshake, Other};
+        assert_eq!(signals(true, false, false, Absent), Some(Era::Handshake));
+        assert_eq!(signals(true, false, false, Handshake), Some(Era::Handshake));
+        assert_eq!(signals(true, false, true, Absent), Some(Era::Stateless));
+        assert_eq!(signals(true, false, false, Other), Some(Era::Stateless));
+        assert_eq!(
+            signals(false, false, false, Handshake),
+            Some(Era::Handshake)
+        );
+        assert_eq!(signals(false, false, true, Handshake), Some(Era::Stateless));
+        assert_eq!(signals(false, true, false, Absent), Some(Era::Stateless));
+        assert_eq!(signals(false, false, false, Absent), None);
+    }
+
+    #[test]
+    fn version_headers_are_classified_by_era() {
+        assert_eq!(VersionHeader::of(None), VersionHeader::Absent);
+        for (value, era) in [
+            ("2025-11-25", VersionHeader::Handshake),
+            (" 2025-03-26 ", VersionHeader::Handshake),
+            ("2026-07-28", VersionHeader::Other),
+            ("v999", VersionHeader::Other),
+        ] {
+            assert_eq!(VersionHeader::of(Some(value)), era, "{value}");
+        }
+    }
+
+    #[test]
+    fn metadata_is_checked_in_the_specified_order() {
+        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        let bad_meta = raw(r#"{"_meta":{}}"#);
+        assert_eq!(
+            StatelessMeta::read("nope", Some(&bad_meta))
+                .unwrap_err()
+                .code,
+            codes::INVALID_PARAMS
+        );
+        let old = raw(
+            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}"#,
+        );
+        assert_eq!(
+            StatelessMeta::read("nope", Some(&old)).unwrap_err().code,
+            codes::UNSUPPORTED_PROTOCOL_VERSION
+        );
+        let good = raw(
+            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"traceparent":"00-a-b-01"}}"#,
+        );
+        let e = StatelessMeta::read("ping", Some(&good)).unwrap_err();
+        assert!(e.message.contains("not part of protocol 2026-07-28"));
+        let meta = StatelessMeta::read("tools/list", Some(&good)).unwrap();
+        assert_eq!(meta.trace.unwrap().traceparent, "00-a-b-01");
+    }
+}
