@@ -306,7 +306,7 @@ impl Server {
         method: Method,
         params: Option<&RawValue>,
     ) -> Result<Reply, ErrorObject> {
-        let result = match method {
+        match method {
             Method::Initialize => self.initialize(scope, params),
             Method::Ping => Ok(Reply::raw_result(&scope.id, "{}")),
             Method::LoggingSetLevel => self.set_level(scope, params),
@@ -326,8 +326,7 @@ impl Server {
             Method::Initialized | Method::Cancelled | Method::RootsListChanged => Err(
                 ErrorObject::method_not_found(format!("Unknown method: {}", method.name())),
             ),
-        };
-        result
+        }
     }
 
     fn notification(&self, conn: &ConnState, n: Notification) {
