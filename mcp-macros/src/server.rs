@@ -22,6 +22,7 @@ const KEYS: &[&str] = &[
     "prompts",
     "authorizer",
     "read_authorizer",
+    "layers",
     "transport",
     "configure",
     "main",
@@ -30,6 +31,8 @@ const KEYS: &[&str] = &[
 enum Value {
     Expr(Expr),
     List(Punctuated<Path, Token![,]>),
+    /// `layers: [...]`: expressions, not names.
+    Exprs(Punctuated<Expr, Token![,]>),
 }
 
 struct Entry {
@@ -47,7 +50,11 @@ impl Parse for Input {
             input.parse::<Token![:]>().map_err(|e| {
                 syn::Error::new(e.span(), format!("expected `:` after `{}`", key.unraw()))
             })?;
-            let value = if input.peek(syn::token::Bracket) {
+            let value = if key == "layers" && input.peek(syn::token::Bracket) {
+                let content;
+                syn::bracketed!(content in input);
+                Value::Exprs(content.parse_terminated(Expr::parse, Token![,])?)
+            } else if input.peek(syn::token::Bracket) {
                 let content;
                 syn::bracketed!(content in input);
                 Value::List(content.parse_terminated(Path::parse_mod_style, Token![,])?)
@@ -76,6 +83,7 @@ struct Spec {
     prompts: Vec<Path>,
     authorizer: Option<Expr>,
     read_authorizer: Option<Expr>,
+    layers: Vec<Expr>,
     transport: Option<TokenStream>,
     configure: Option<Expr>,
     main: bool,
@@ -131,6 +139,11 @@ fn expand_checked(input: TokenStream) -> syn::Result<TokenStream> {
         seen.push(k.clone());
         let list_key = matches!(k.as_str(), "tools" | "resources" | "prompts");
         match (value, list_key) {
+            (Value::Exprs(items), _) => spec.layers = items.into_iter().collect(),
+            (Value::Expr(e), _) if k == "layers" => errors.at(
+                e,
+                "`layers` takes a list of layers: `layers: [mcp::layers::Timing, ...]`",
+            ),
             (Value::List(items), true) => {
                 let items: Vec<Path> = items.into_iter().collect();
                 match k.as_str() {
@@ -308,6 +321,9 @@ fn expand_checked(input: TokenStream) -> syn::Result<TokenStream> {
     }
     if let Some(a) = &spec.read_authorizer {
         steps.push(quote_spanned! {a.span()=> let builder = builder.read_authorizer(#a); });
+    }
+    for l in &spec.layers {
+        steps.push(quote_spanned! {l.span()=> let builder = builder.layer(#l); });
     }
     if let Some(c) = &spec.configure {
         steps.push(quote_spanned! {c.span()=>

@@ -52,6 +52,35 @@
 //! # let _ = server;
 //! ```
 
+//!
+//! # Architecture: the path of a request, room by room
+//!
+//! ```text
+//! transport (stdio, http, sse)   bytes in; one Connection per client
+//!   │ protocol::jsonrpc          decode the envelope once; params stay raw JSON
+//!   │ protocol::inbound          the era, decided once (EraSignals::era); a 2026-07-28
+//!   │                            request's _meta parsed and admitted once (StatelessMeta)
+//!   ▼
+//! server::Connection::handle    the one entry point, the same for every transport
+//!   │ protocol::methods          one table: which methods exist in which era, their
+//!   │                            capability, read seam, cancellation, batching, headers
+//!   │ server::dispatch           connection caps, cancellation, then route
+//!   │ auth (seams)               tool authorizer and approval (elicit), read authorizer
+//!   │ layers                     middleware: server layers, then a tool's own
+//!   ▼
+//! registry (handlers)            your #[tool], #[resource], #[prompt] with a Ctx
+//!   │                            (context: log, progress, ask, read, who is calling)
+//!   ▼
+//! server (shaping)               the result shaped for the era (resultType, serverInfo,
+//!                                cache hints, revision downgrades), one Reply out
+//! ```
+//!
+//! The rooms are layered: `protocol` imports nothing of the crate; `conn` (connection
+//! identity, outbound queues, parked questions) sits on it; `elicit`, `context`, `registry`
+//! and `auth` build on those and never import `server`; `server` ties them together;
+//! transports and `cli` sit on top. `farm-studio look mcp/src` draws it and names any
+//! import cycle.
+
 #![warn(missing_docs)]
 
 extern crate self as mcp;
@@ -65,6 +94,7 @@ pub mod elicit;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod layers;
+#[doc(hidden)]
 pub mod macros_support;
 pub mod protocol;
 pub mod registry;

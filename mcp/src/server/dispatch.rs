@@ -34,7 +34,7 @@ pub(crate) struct Scope {
 }
 
 impl Scope {
-    /// The scope of request `id` on `conn`, in the era `modern` says, stopped by `cancel`.
+    /// The scope of request `id` on `conn`, in the era `stateless` says, stopped by `cancel`.
     fn new(
         conn: &Arc<ConnState>,
         id: RequestId,

@@ -14,7 +14,7 @@ pub(crate) mod completion;
 mod dispatch;
 mod layered;
 mod lifecycle;
-mod modern;
+mod stateless;
 mod prompts;
 mod resources;
 mod tools;
@@ -63,7 +63,7 @@ pub(crate) struct ServerInner {
     /// The server's identity as JSON, for the `_meta` of 2026-07-28 results.
     server_info_json: String,
     sealer: crate::elicit::state::StateSealer,
-    listeners: parking_lot::Mutex<Vec<Arc<modern::Listener>>>,
+    listeners: parking_lot::Mutex<Vec<Arc<stateless::Listener>>>,
     shutdown: tokio_util::sync::CancellationToken,
     /// The replicas this one shares state with, if any.
     cluster: Option<crate::cluster::Cluster>,

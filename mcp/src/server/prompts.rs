@@ -6,7 +6,7 @@ use serde_json::value::RawValue;
 
 use super::compat;
 use super::dispatch::{Outcome, Scope, parse_params, run_handler};
-use super::modern::args_digest;
+use super::stateless::args_digest;
 use super::tools::list_json;
 use super::{Reply, Server};
 use crate::elicit::state::Binding;

@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 
 use super::compat;
 use super::dispatch::{Outcome, Scope, parse_params, progress_token, run_handler};
-use super::modern::args_digest;
+use super::stateless::args_digest;
 use super::{Reply, Server};
 use crate::auth::{
     ArgsSource, AuditOutcome, AuthRequest, Decision, Seam, approval_unavailable, reasons,
@@ -189,16 +189,16 @@ impl Server {
             _ if argument_error.is_some() || tool.is_none() => false,
             None | Some(Decision::Allow) => false,
             Some(Decision::Ask(prompt)) => match (&mrtr, &binding) {
-                (Some(m), Some(b)) => match self.approval_modern(scope, m, b, &p.name, prompt) {
-                    ModernApproval::Approved => true,
-                    ModernApproval::Question(question) => {
+                (Some(m), Some(b)) => match self.approval_stateless(scope, m, b, &p.name, prompt) {
+                    StatelessApproval::Approved => true,
+                    StatelessApproval::Question(question) => {
                         self.audit(&request, decided, AuditOutcome::AwaitingApproval);
                         return Ok(question);
                     }
-                    ModernApproval::Refused(detail) => {
+                    StatelessApproval::Refused(detail) => {
                         return deny("ask", &detail, AuditOutcome::NotApproved(detail.clone()));
                     }
-                    ModernApproval::Unaskable(why) => return unaskable(prompt, why),
+                    StatelessApproval::Unaskable(why) => return unaskable(prompt, why),
                 },
                 _ => {
                     let why = scope.caller.cannot_elicit();
@@ -315,32 +315,32 @@ impl Server {
 
     /// The authorizer's Ask on the 2026-07-28 era: approved for this exact call, a question
     /// to return as an input-required result, refused, or impossible to ask.
-    fn approval_modern(
+    fn approval_stateless(
         &self,
         scope: &Scope,
         mrtr: &Mrtr,
         binding: &Binding,
         tool: &str,
         prompt: &str,
-    ) -> ModernApproval {
+    ) -> StatelessApproval {
         match mrtr.approval() {
-            ApprovalState::Approved => ModernApproval::Approved,
+            ApprovalState::Approved => StatelessApproval::Approved,
             // The answer only counts alongside the sealed state issued with the question.
             ApprovalState::Asked => match mrtr.fresh_answer(APPROVAL_KEY).map(judge) {
                 Some(Approval::Approved) => {
                     mrtr.set_approval(ApprovalState::Approved);
-                    ModernApproval::Approved
+                    StatelessApproval::Approved
                 }
-                Some(Approval::NotApproved(detail)) => ModernApproval::Refused(detail),
+                Some(Approval::NotApproved(detail)) => StatelessApproval::Refused(detail),
                 None => {
-                    ModernApproval::Question(self.ask_approval_modern(scope, binding, tool, prompt))
+                    StatelessApproval::Question(self.ask_approval_stateless(scope, binding, tool, prompt))
                 }
             },
             ApprovalState::None => match scope.caller.cannot_elicit() {
                 None => {
-                    ModernApproval::Question(self.ask_approval_modern(scope, binding, tool, prompt))
+                    StatelessApproval::Question(self.ask_approval_stateless(scope, binding, tool, prompt))
                 }
-                Some(why) => ModernApproval::Unaskable(why),
+                Some(why) => StatelessApproval::Unaskable(why),
             },
         }
     }
@@ -379,7 +379,7 @@ impl Server {
 }
 
 /// How the authorizer's Ask ends on the 2026-07-28 era.
-enum ModernApproval {
+enum StatelessApproval {
     /// This exact call was approved.
     Approved,
     /// The approval question, as an input-required result.

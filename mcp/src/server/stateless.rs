@@ -256,7 +256,7 @@ impl Server {
     }
 
     /// The capabilities advertised on the 2026-07-28 era.
-    fn modern_capabilities(&self) -> ServerCapabilities {
+    fn stateless_capabilities(&self) -> ServerCapabilities {
         self.capabilities().clone()
     }
 
@@ -266,7 +266,7 @@ impl Server {
                 .iter()
                 .map(|v| v.as_str().to_owned())
                 .collect(),
-            capabilities: self.modern_capabilities(),
+            capabilities: self.stateless_capabilities(),
             instructions: self.inner.instructions.clone(),
         };
         let cache = CacheHint {
@@ -327,7 +327,7 @@ impl Server {
     }
 
     /// The approval question of the authorizer's Ask, as an input-required result.
-    pub(crate) fn ask_approval_modern(
+    pub(crate) fn ask_approval_stateless(
         &self,
         scope: &Scope,
         binding: &Binding,
