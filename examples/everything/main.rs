@@ -302,7 +302,8 @@ struct Confirm {
 async fn test_streaming_elicitation(ctx: Ctx) -> Result<String, ClientRequestError> {
     ctx.progress(50.0, Some(100.0), Some("waiting for confirmation"));
     let answer = ctx
-        .elicit_as::<Confirm>("confirm", "Continue streaming?")
+        .elicit::<Confirm>("Continue streaming?")
+        .key("confirm")
         .await?;
     ctx.progress(100.0, Some(100.0), Some("done"));
     Ok(match answer {
@@ -335,7 +336,8 @@ struct Colour {
 async fn test_input_required_result_elicitation(ctx: Ctx) -> Result<String, ClientRequestError> {
     Ok(
         match ctx
-            .elicit_as::<Name>("user_name", "What is your name?")
+            .elicit::<Name>("What is your name?")
+            .key("user_name")
             .await?
         {
             Elicitation::Accepted(Name { name }) => format!("Hello, {name}!"),
@@ -348,10 +350,11 @@ async fn test_input_required_result_elicitation(ctx: Ctx) -> Result<String, Clie
 #[tool(read_only)]
 async fn test_input_required_result_sampling(ctx: Ctx) -> Result<String, ClientRequestError> {
     let reply = ctx
-        .sample_as(
-            "capital_question",
-            CreateMessageRequestParams::ask("What is the capital of France?", 100),
-        )
+        .sample(CreateMessageRequestParams::ask(
+            "What is the capital of France?",
+            100,
+        ))
+        .key("capital_question")
         .await?;
     Ok(format!(
         "Sampling result: {}",
@@ -362,7 +365,7 @@ async fn test_input_required_result_sampling(ctx: Ctx) -> Result<String, ClientR
 /// Asks the client for its roots (input key `client_roots`) and lists them.
 #[tool(read_only)]
 async fn test_input_required_result_list_roots(ctx: Ctx) -> Result<String, ClientRequestError> {
-    let roots = ctx.roots_as("client_roots").await?;
+    let roots = ctx.roots().key("client_roots").await?;
     let uris: Vec<&str> = roots.iter().map(|r| r.uri.as_str()).collect();
     Ok(format!(
         "Found {} root(s): {}",
@@ -390,7 +393,8 @@ async fn test_input_required_result_request_state(ctx: Ctx) -> Result<String, Cl
         });
     }
     let answer = ctx
-        .elicit_as::<Confirm>("confirm", "Please confirm")
+        .elicit::<Confirm>("Please confirm")
+        .key("confirm")
         .await?;
     let confirmed = matches!(answer, Elicitation::Accepted(Confirm { ok: true }));
     Ok(match (carried, ctx.protocol_version().era()) {
@@ -412,12 +416,10 @@ async fn test_input_required_result_multiple_inputs(
     ctx: Ctx,
 ) -> Result<String, ClientRequestError> {
     let (name, greeting, roots) = tokio::join!(
-        ctx.elicit_as::<Name>("user_name", "What is your name?"),
-        ctx.sample_as(
-            "greeting",
-            CreateMessageRequestParams::ask("Generate a greeting", 50)
-        ),
-        ctx.roots_as("client_roots"),
+        ctx.elicit::<Name>("What is your name?").key("user_name"),
+        ctx.sample(CreateMessageRequestParams::ask("Generate a greeting", 50))
+            .key("greeting"),
+        ctx.roots().key("client_roots"),
     );
     let name = match name? {
         Elicitation::Accepted(Name { name }) => name,
@@ -436,14 +438,16 @@ async fn test_input_required_result_multiple_inputs(
 #[tool(read_only)]
 async fn test_input_required_result_multi_round(ctx: Ctx) -> Result<String, ClientRequestError> {
     let name = match ctx
-        .elicit_as::<Name>("step1", "Step 1: What is your name?")
+        .elicit::<Name>("Step 1: What is your name?")
+        .key("step1")
         .await?
     {
         Elicitation::Accepted(Name { name }) => name,
         _ => return Ok("Multi-round stopped at step 1".to_owned()),
     };
     let color = match ctx
-        .elicit_as::<Colour>("step2", "Step 2: What is your favorite color?")
+        .elicit::<Colour>("Step 2: What is your favorite color?")
+        .key("step2")
         .await?
     {
         Elicitation::Accepted(Colour { color }) => color,
@@ -456,7 +460,8 @@ async fn test_input_required_result_multi_round(ctx: Ctx) -> Result<String, Clie
 /// tampered one is refused with invalid params before this code runs again.
 #[tool(read_only)]
 async fn test_input_required_result_tampered_state(ctx: Ctx) -> Result<String, ClientRequestError> {
-    ctx.elicit_as::<Confirm>("confirm", "Please confirm")
+    ctx.elicit::<Confirm>("Please confirm")
+        .key("confirm")
         .await?;
     Ok("integrity-ok: state verified".to_owned())
 }
@@ -479,7 +484,8 @@ async fn test_input_required_result_capabilities(ctx: Ctx) -> Result<String, Cli
     }
     let elicit = async {
         if can_elicit {
-            ctx.elicit_as::<Answer>("elicit_input", "Elicitation input")
+            ctx.elicit::<Answer>("Elicitation input")
+                .key("elicit_input")
                 .await
                 .map(|answer| match answer {
                     Elicitation::Accepted(Answer { value }) => {
@@ -493,12 +499,10 @@ async fn test_input_required_result_capabilities(ctx: Ctx) -> Result<String, Cli
     };
     let sample = async {
         if can_sample {
-            ctx.sample_as(
-                "sample_input",
-                CreateMessageRequestParams::ask("Sample request", 50),
-            )
-            .await
-            .map(|_| Some("sample_input".to_owned()))
+            ctx.sample(CreateMessageRequestParams::ask("Sample request", 50))
+                .key("sample_input")
+                .await
+                .map(|_| Some("sample_input".to_owned()))
         } else {
             Ok(None)
         }
@@ -521,7 +525,8 @@ const DYNAMIC_PROMPT: &str = "test_dynamic_prompt";
 /// list changed (`notifications/tools/list_changed`, on listen streams on 2026-07-28).
 #[tool]
 async fn test_trigger_tool_change(ctx: Ctx) -> Result<String, ToolError> {
-    let registry = ctx.server().registry();
+    let server = ctx.server();
+    let registry = server.registry();
     if registry.remove_tool(DYNAMIC_TOOL) {
         return Ok(format!("Tool list changed: removed {DYNAMIC_TOOL}"));
     }
@@ -542,7 +547,8 @@ async fn test_trigger_tool_change(ctx: Ctx) -> Result<String, ToolError> {
 /// prompt list changed.
 #[tool]
 async fn test_trigger_prompt_change(ctx: Ctx) -> Result<String, ToolError> {
-    let registry = ctx.server().registry();
+    let server = ctx.server();
+    let registry = server.registry();
     if registry.remove_prompt(DYNAMIC_PROMPT) {
         return Ok(format!("Prompt list changed: removed {DYNAMIC_PROMPT}"));
     }
@@ -800,7 +806,8 @@ struct PromptContext {
 #[prompt(title = "Prompt That Asks First")]
 async fn test_input_required_result_prompt(ctx: Ctx) -> Result<String, PromptError> {
     let context = match ctx
-        .elicit_as::<PromptContext>("user_context", "What context should the prompt use?")
+        .elicit::<PromptContext>("What context should the prompt use?")
+        .key("user_context")
         .await
     {
         Ok(Elicitation::Accepted(c)) => c.context,

@@ -97,7 +97,8 @@ fn server() -> (Server, Drops, Arc<AtomicUsize>) {
             "Asks for a name, then greets.",
             |ctx: Ctx, _: NoArgs| async move {
                 match ctx
-                    .elicit_as::<Name>("user_name", "What is your name?")
+                    .elicit::<Name>("What is your name?")
+                    .key("user_name")
                     .await
                 {
                     Ok(Elicitation::Accepted(n)) => format!("Hello, {}!", n.name),
@@ -112,12 +113,12 @@ fn server() -> (Server, Drops, Arc<AtomicUsize>) {
             "two_step",
             "Asks twice, keeping state between the rounds.",
             |ctx: Ctx, _: NoArgs| async move {
-                let first = match ctx.elicit_as::<Name>("step1", "First name?").await {
+                let first = match ctx.elicit::<Name>("First name?").key("step1").await {
                     Ok(Elicitation::Accepted(n)) => n.name,
                     _ => return "stopped".to_owned(),
                 };
                 ctx.set_request_state(&json!({"first": first}));
-                let last = match ctx.elicit_as::<Name>("step2", "Last name?").await {
+                let last = match ctx.elicit::<Name>("Last name?").key("step2").await {
                     Ok(Elicitation::Accepted(n)) => n.name,
                     _ => return "stopped".to_owned(),
                 };
@@ -172,7 +173,8 @@ fn server() -> (Server, Drops, Arc<AtomicUsize>) {
             "toggle_tool",
             "Adds the tool `late`, or removes it.",
             |ctx: Ctx, _: NoArgs| async move {
-                let registry = ctx.server().registry();
+                let server = ctx.server();
+                let registry = server.registry();
                 if registry.remove_tool("late") {
                     "removed"
                 } else {

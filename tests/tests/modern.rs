@@ -47,7 +47,8 @@ fn server_with(runs: Arc<AtomicUsize>, state_ttl: Duration) -> Server {
             "Asks for a name, then greets.",
             |ctx: Ctx, _a: NoArgs| async move {
                 match ctx
-                    .elicit_as::<Name>("user_name", "What is your name?")
+                    .elicit::<Name>("What is your name?")
+                    .key("user_name")
                     .await
                 {
                     Ok(Elicitation::Accepted(n)) => format!("Hello, {}!", n.name),
@@ -61,9 +62,10 @@ fn server_with(runs: Arc<AtomicUsize>, state_ttl: Duration) -> Server {
             "Asks three things at once.",
             |ctx: Ctx, _a: NoArgs| async move {
                 let (name, sample, roots) = tokio::join!(
-                    ctx.elicit_as::<Name>("user_name", "Name?"),
-                    ctx.sample_as("greeting", CreateMessageRequestParams::ask("Say hi", 50)),
-                    ctx.roots_as("client_roots"),
+                    ctx.elicit::<Name>("Name?").key("user_name"),
+                    ctx.sample(CreateMessageRequestParams::ask("Say hi", 50))
+                        .key("greeting"),
+                    ctx.roots().key("client_roots"),
                 );
                 let name = match name {
                     Ok(Elicitation::Accepted(n)) => n.name,
@@ -83,15 +85,13 @@ fn server_with(runs: Arc<AtomicUsize>, state_ttl: Duration) -> Server {
             |ctx: Ctx, _a: NoArgs| async move {
                 let mut asked = Vec::new();
                 if ctx.client_supports(ClientCapability::Elicitation) {
-                    let _ = ctx.elicit_as::<Name>("user_name", "Name?").await;
+                    let _ = ctx.elicit::<Name>("Name?").key("user_name").await;
                     asked.push("elicitation");
                 }
                 if ctx.client_supports(ClientCapability::Sampling) {
                     let _ = ctx
-                        .sample_as(
-                            "question",
-                            CreateMessageRequestParams::ask("Capital of France?", 100),
-                        )
+                        .sample(CreateMessageRequestParams::ask("Capital of France?", 100))
+                        .key("question")
                         .await;
                     asked.push("sampling");
                 }
@@ -102,12 +102,12 @@ fn server_with(runs: Arc<AtomicUsize>, state_ttl: Duration) -> Server {
             "two_step",
             "Asks twice, keeping state.",
             |ctx: Ctx, _a: NoArgs| async move {
-                let first = match ctx.elicit_as::<Name>("step1", "First name?").await {
+                let first = match ctx.elicit::<Name>("First name?").key("step1").await {
                     Ok(Elicitation::Accepted(n)) => n.name,
                     _ => return "stopped".to_owned(),
                 };
                 ctx.set_request_state(&json!({"first": first}));
-                let last = match ctx.elicit_as::<Name>("step2", "Last name?").await {
+                let last = match ctx.elicit::<Name>("Last name?").key("step2").await {
                     Ok(Elicitation::Accepted(n)) => n.name,
                     _ => return "stopped".to_owned(),
                 };
@@ -174,7 +174,7 @@ fn server_with(runs: Arc<AtomicUsize>, state_ttl: Duration) -> Server {
             "ask_context",
             "Needs context first.",
             |ctx: Ctx, _a: PromptArgs| async move {
-                match ctx.elicit_as::<Name>("user_context", "Context?").await {
+                match ctx.elicit::<Name>("Context?").key("user_context").await {
                     Ok(Elicitation::Accepted(n)) => {
                         Ok(vec![PromptMessage::user(format!("Context: {}", n.name))])
                     }

@@ -6,7 +6,7 @@
 //! ```
 //!
 //! Modes: `call` (tools/call echo, handshake era), `modern` (the same on 2026-07-28),
-//! `list` (tools/list with 1,000 tools).
+//! `list` (tools/list with 1,000 tools), `layered` (`call` behind three layers).
 
 use mcp::server::{ConnId, Outbound, Transport};
 
@@ -23,10 +23,10 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let server = if mode == "list" {
-        bench_micro::server_with_tools(1000)
-    } else {
-        bench_micro::server()
+    let server = match mode.as_str() {
+        "list" => bench_micro::server_with_tools(1000),
+        "layered" => bench_micro::server_with_layers(),
+        _ => bench_micro::server(),
     };
     let (out, _rx) = Outbound::channel(1024);
     let conn = server.connect(ConnId::new("loop"), Transport::Stdio, out);

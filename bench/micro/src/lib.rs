@@ -39,3 +39,15 @@ pub fn server_with_tools(n: usize) -> Server {
     }
     builder.build().expect("server")
 }
+
+/// The benchmark server behind three layers (timing, a rate limit that never trips, a size
+/// limit that never trips): what middleware costs per call.
+pub fn server_with_layers() -> Server {
+    use mcp::layers::{RateLimit, SizeLimit, Timing};
+    server_builder()
+        .layer(Timing)
+        .layer(RateLimit::per_principal(u32::MAX, 1e12))
+        .layer(SizeLimit::new(1 << 20))
+        .build()
+        .expect("server")
+}

@@ -31,5 +31,5 @@ pub(crate) trait Host: Send + Sync + 'static {
     ) -> HostFuture<'a, Result<Vec<ResourceContents>, ErrorObject>>;
 
     /// The host itself, for the server to recognise its own type.
-    fn as_any(&self) -> &dyn Any;
+    fn into_any(self: std::sync::Arc<Self>) -> std::sync::Arc<dyn Any + Send + Sync>;
 }

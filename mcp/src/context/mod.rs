@@ -126,6 +126,152 @@ impl fmt::Debug for Ctx {
     }
 }
 
+/// What a question to the client asks for.
+enum AskFor {
+    Elicit {
+        message: String,
+        /// `None`: generated from the answer type.
+        schema: Option<Value>,
+    },
+    Sample(CreateMessageRequestParams),
+    Roots,
+}
+
+/// A question to the client (elicitation, sampling, roots), ready to be awaited. On the
+/// 2026-07-28 era each question has an input key in the input-required result;
+/// [`Ask::key`] names it (stable keys let a handler that runs again find its answers),
+/// otherwise one is generated.
+#[must_use = "a question is asked when awaited"]
+pub struct Ask<'c, R> {
+    ctx: &'c Ctx,
+    key: Option<String>,
+    what: AskFor,
+    answer: std::marker::PhantomData<fn() -> R>,
+}
+
+impl<'c, R: AskAnswer> Ask<'c, R> {
+    fn new(ctx: &'c Ctx, what: AskFor) -> Self {
+        Ask {
+            ctx,
+            key: None,
+            what,
+            answer: std::marker::PhantomData,
+        }
+    }
+
+    /// Names this question's input key on the 2026-07-28 era.
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    async fn run(self) -> Result<R, ClientRequestError> {
+        let ctx = self.ctx;
+        let (kind, method, params) = match self.what {
+            AskFor::Elicit { message, schema } => {
+                if !ctx.can_elicit() {
+                    return Err(ClientRequestError::NotSupported);
+                }
+                let schema = schema.unwrap_or_else(R::schema);
+                (
+                    "elicit",
+                    methods::ELICITATION_CREATE,
+                    json!({"message": message, "requestedSchema": schema}),
+                )
+            }
+            AskFor::Sample(params) => {
+                if !ctx.client_supports(ClientCapability::Sampling) {
+                    return Err(ClientRequestError::NotSupported);
+                }
+                (
+                    "sample",
+                    methods::SAMPLING_CREATE_MESSAGE,
+                    serde_json::to_value(&params).unwrap_or_default(),
+                )
+            }
+            AskFor::Roots => {
+                if !ctx.client_supports(ClientCapability::Roots) {
+                    return Err(ClientRequestError::NotSupported);
+                }
+                ("roots", methods::ROOTS_LIST, json!({}))
+            }
+        };
+        let key = self.key.unwrap_or_else(|| ctx.next_key(kind));
+        let raw: R::Raw = ctx.ask(&key, kind, method, params).await?;
+        R::from_answer(raw)
+    }
+}
+
+impl<'c, R: AskAnswer + Send + 'c> std::future::IntoFuture for Ask<'c, R> {
+    type Output = Result<R, ClientRequestError>;
+    type IntoFuture =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Self::Output> + Send + 'c>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.run())
+    }
+}
+
+/// What a question's answer becomes: implemented for the answers of [`Ctx::elicit`],
+/// [`Ctx::elicit_schema`], [`Ctx::sample`] and [`Ctx::roots`].
+pub trait AskAnswer: Sized {
+    /// The form's schema, for an elicitation whose schema comes from the answer type.
+    fn schema() -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+
+    /// The client's answer as the protocol defines it.
+    type Raw: DeserializeOwned;
+
+    /// Reads the client's answer.
+    fn from_answer(raw: Self::Raw) -> Result<Self, ClientRequestError>;
+}
+
+impl<T: DeserializeOwned + schemars::JsonSchema> AskAnswer for Elicitation<T> {
+    fn schema() -> Value {
+        crate::schema::input_schema_for::<T>()
+    }
+
+    type Raw = ElicitResult;
+
+    fn from_answer(result: ElicitResult) -> Result<Self, ClientRequestError> {
+        match result.action {
+            ElicitAction::Accept => {
+                let content = Value::Object(result.content.unwrap_or_default());
+                serde_json::from_value(content)
+                    .map(Elicitation::Accepted)
+                    .map_err(|e| ClientRequestError::Malformed(e.to_string()))
+            }
+            ElicitAction::Decline => Ok(Elicitation::Declined),
+            ElicitAction::Cancel => Ok(Elicitation::Cancelled),
+        }
+    }
+}
+
+impl AskAnswer for ElicitResult {
+    type Raw = ElicitResult;
+
+    fn from_answer(raw: ElicitResult) -> Result<Self, ClientRequestError> {
+        Ok(raw)
+    }
+}
+
+impl AskAnswer for CreateMessageResult {
+    type Raw = CreateMessageResult;
+
+    fn from_answer(raw: CreateMessageResult) -> Result<Self, ClientRequestError> {
+        Ok(raw)
+    }
+}
+
+impl AskAnswer for Vec<Root> {
+    type Raw = ListRootsResult;
+
+    fn from_answer(raw: ListRootsResult) -> Result<Self, ClientRequestError> {
+        Ok(raw.roots)
+    }
+}
+
 /// The answer to a typed elicitation.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Elicitation<T> {
@@ -187,8 +333,8 @@ impl Ctx {
     }
 
     /// What serves this request (the server, seen through the narrow [`Host`] view).
-    pub(crate) fn host(&self) -> &dyn Host {
-        &*self.inner.host
+    pub(crate) fn host(&self) -> &Arc<dyn Host> {
+        &self.inner.host
     }
 
     /// The connection the request arrived on.
@@ -343,30 +489,16 @@ impl Ctx {
     }
 
     /// Asks the human to fill in a form described by `schema` (a flat object of primitive
-    /// properties) and returns the raw result.
-    pub async fn elicit_schema(
-        &self,
-        message: &str,
-        schema: Value,
-    ) -> Result<ElicitResult, ClientRequestError> {
-        let key = self.next_key("elicit");
-        self.elicit_schema_as(&key, message, schema).await
-    }
-
-    /// Like [`Ctx::elicit_schema`], naming the input key used on the 2026-07-28 era (the key
-    /// of this question in the input-required result's `inputRequests`).
-    pub async fn elicit_schema_as(
-        &self,
-        key: &str,
-        message: &str,
-        schema: Value,
-    ) -> Result<ElicitResult, ClientRequestError> {
-        if !self.can_elicit() {
-            return Err(ClientRequestError::NotSupported);
-        }
-        let params = json!({"message": message, "requestedSchema": schema});
-        self.ask(key, "elicit", methods::ELICITATION_CREATE, params)
-            .await
+    /// properties); answers with the raw result. Await it, or name its input key first
+    /// with [`Ask::key`].
+    pub fn elicit_schema(&self, message: &str, schema: Value) -> Ask<'_, ElicitResult> {
+        Ask::new(
+            self,
+            AskFor::Elicit {
+                message: message.to_owned(),
+                schema: Some(schema),
+            },
+        )
     }
 
     /// Asks the human for a value of type `T`; the form is generated from `T`'s schema.
@@ -379,74 +511,31 @@ impl Ctx {
     ///     mcp::context::Elicitation::Accepted(c) => println!("{}", c.email),
     ///     _ => println!("no address"),
     /// }
-    /// # Ok(()) }
+    /// // The same question under a key of our choosing (2026-07-28 input key):
+    /// let again = ctx.elicit::<Contact>("Where to?").key("contact").await?;
+    /// # let _ = again; Ok(()) }
     /// ```
-    pub async fn elicit<T: DeserializeOwned + schemars::JsonSchema>(
+    pub fn elicit<T: DeserializeOwned + schemars::JsonSchema>(
         &self,
         message: &str,
-    ) -> Result<Elicitation<T>, ClientRequestError> {
-        let key = self.next_key("elicit");
-        self.elicit_as(&key, message).await
-    }
-
-    /// Like [`Ctx::elicit`], naming the input key used on the 2026-07-28 era.
-    pub async fn elicit_as<T: DeserializeOwned + schemars::JsonSchema>(
-        &self,
-        key: &str,
-        message: &str,
-    ) -> Result<Elicitation<T>, ClientRequestError> {
-        let schema = crate::schema::input_schema_for::<T>();
-        let result = self.elicit_schema_as(key, message, schema).await?;
-        match result.action {
-            ElicitAction::Accept => {
-                let content = Value::Object(result.content.unwrap_or_default());
-                serde_json::from_value(content)
-                    .map(Elicitation::Accepted)
-                    .map_err(|e| ClientRequestError::Malformed(e.to_string()))
-            }
-            ElicitAction::Decline => Ok(Elicitation::Declined),
-            ElicitAction::Cancel => Ok(Elicitation::Cancelled),
-        }
+    ) -> Ask<'_, Elicitation<T>> {
+        Ask::new(
+            self,
+            AskFor::Elicit {
+                message: message.to_owned(),
+                schema: None,
+            },
+        )
     }
 
     /// Asks the client's model for a completion (`sampling/createMessage`).
-    pub async fn sample(
-        &self,
-        params: CreateMessageRequestParams,
-    ) -> Result<CreateMessageResult, ClientRequestError> {
-        let key = self.next_key("sample");
-        self.sample_as(&key, params).await
-    }
-
-    /// Like [`Ctx::sample`], naming the input key used on the 2026-07-28 era.
-    pub async fn sample_as(
-        &self,
-        key: &str,
-        params: CreateMessageRequestParams,
-    ) -> Result<CreateMessageResult, ClientRequestError> {
-        if !self.client_supports(ClientCapability::Sampling) {
-            return Err(ClientRequestError::NotSupported);
-        }
-        let params = serde_json::to_value(&params).unwrap_or_default();
-        self.ask(key, "sample", methods::SAMPLING_CREATE_MESSAGE, params)
-            .await
+    pub fn sample(&self, params: CreateMessageRequestParams) -> Ask<'_, CreateMessageResult> {
+        Ask::new(self, AskFor::Sample(params))
     }
 
     /// Asks the client for its roots (`roots/list`).
-    pub async fn roots(&self) -> Result<Vec<Root>, ClientRequestError> {
-        let key = self.next_key("roots");
-        self.roots_as(&key).await
-    }
-
-    /// Like [`Ctx::roots`], naming the input key used on the 2026-07-28 era.
-    pub async fn roots_as(&self, key: &str) -> Result<Vec<Root>, ClientRequestError> {
-        if !self.client_supports(ClientCapability::Roots) {
-            return Err(ClientRequestError::NotSupported);
-        }
-        let result: ListRootsResult = self
-            .ask(key, "roots", methods::ROOTS_LIST, json!({}))
-            .await?;
-        Ok(result.roots)
+    pub fn roots(&self) -> Ask<'_, Vec<Root>> {
+        Ask::new(self, AskFor::Roots)
     }
 
     /// The state this handler stored with [`Ctx::set_request_state`] in the previous round

@@ -7,6 +7,7 @@ use parking_lot::Mutex;
 use serde_json::json;
 
 use super::{Answer, BoxFuture, Layer, Method, Next, Request, codes};
+use crate::conn::ConnId;
 use crate::protocol::{CallToolResult, ErrorObject};
 
 /// Limits how fast each caller may send requests: a token bucket of `burst` requests,
@@ -22,7 +23,20 @@ pub struct RateLimit {
     burst: f64,
     per_second: f64,
     max_callers: usize,
-    buckets: Mutex<HashMap<String, Bucket>>,
+    buckets: Mutex<Buckets>,
+}
+
+/// One bucket per principal subject, and per connection for callers without one.
+#[derive(Debug, Default)]
+struct Buckets {
+    principals: HashMap<String, Bucket>,
+    conns: HashMap<ConnId, Bucket>,
+}
+
+/// Whose bucket a request draws from.
+enum Caller<'a> {
+    Principal(&'a str),
+    Conn(&'a ConnId),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -38,23 +52,42 @@ impl RateLimit {
             burst: f64::from(burst.max(1)),
             per_second: per_second.max(f64::MIN_POSITIVE),
             max_callers: 100_000,
-            buckets: Mutex::new(HashMap::new()),
+            buckets: Mutex::new(Buckets::default()),
         }
     }
 
-    /// Takes a token for `key`, or says how long until one is free.
-    fn take(&self, key: &str, now: Instant) -> Result<(), Duration> {
-        let mut buckets = self.buckets.lock();
-        if buckets.len() >= self.max_callers && !buckets.contains_key(key) {
-            // Full buckets carry no information: forget them before growing.
-            let burst = self.burst;
-            let rate = self.per_second;
-            buckets.retain(|_, b| b.tokens + now.duration_since(b.at).as_secs_f64() * rate < burst);
-        }
-        let bucket = buckets.entry(key.to_owned()).or_insert(Bucket {
+    /// Takes a token for `caller`, or says how long until one is free.
+    fn take(&self, caller: Caller<'_>, now: Instant) -> Result<(), Duration> {
+        let mut guard = self.buckets.lock();
+        let buckets = &mut *guard;
+        let fresh = Bucket {
             tokens: self.burst,
             at: now,
-        });
+        };
+        let (burst, rate) = (self.burst, self.per_second);
+        // Full buckets carry no information: forget them before growing.
+        let full = |b: &Bucket| b.tokens + now.duration_since(b.at).as_secs_f64() * rate >= burst;
+        let bucket = match caller {
+            Caller::Principal(subject) => {
+                if !buckets.principals.contains_key(subject) {
+                    if buckets.principals.len() >= self.max_callers {
+                        buckets.principals.retain(|_, b| !full(b));
+                    }
+                    buckets.principals.insert(subject.to_owned(), fresh);
+                }
+                buckets.principals.get_mut(subject)
+            }
+            Caller::Conn(id) => {
+                if !buckets.conns.contains_key(id) {
+                    if buckets.conns.len() >= self.max_callers {
+                        buckets.conns.retain(|_, b| !full(b));
+                    }
+                    buckets.conns.insert(id.clone(), fresh);
+                }
+                buckets.conns.get_mut(id)
+            }
+        };
+        let Some(bucket) = bucket else { return Ok(()) };
         let refill = now.duration_since(bucket.at).as_secs_f64() * self.per_second;
         bucket.tokens = (bucket.tokens + refill).min(self.burst);
         bucket.at = now;
@@ -71,15 +104,15 @@ impl RateLimit {
 
 impl Layer for RateLimit {
     fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
-        let key = match req.principal() {
-            Some(p) => format!("principal:{}", p.subject),
-            None => format!("conn:{}", req.conn_id()),
+        let caller = match req.principal() {
+            Some(p) => Caller::Principal(&p.subject),
+            None => Caller::Conn(req.conn_id()),
         };
-        match self.take(&key, Instant::now()) {
+        match self.take(caller, Instant::now()) {
             Ok(()) => next.run(req),
             Err(wait) => {
                 let ms = wait.as_millis().max(1) as u64;
-                tracing::info!(target: "mcp::layers", caller = %key, method = req.method().name(), retry_after_ms = ms, "rate limited");
+                tracing::info!(target: "mcp::layers", subject = req.principal().map_or("", |p| p.subject.as_str()), conn_id = %req.conn_id(), method = req.method().name(), retry_after_ms = ms, "rate limited");
                 let message = format!(
                     "rate_limited: too many requests from this caller; retry after {ms} ms"
                 );
@@ -105,12 +138,15 @@ mod tests {
     fn the_bucket_refills_at_its_rate() {
         let limit = RateLimit::per_principal(2, 10.0);
         let t0 = Instant::now();
-        assert!(limit.take("a", t0).is_ok());
-        assert!(limit.take("a", t0).is_ok());
-        let wait = limit.take("a", t0).unwrap_err();
+        let a = || Caller::Principal("a");
+        assert!(limit.take(a(), t0).is_ok());
+        assert!(limit.take(a(), t0).is_ok());
+        let wait = limit.take(a(), t0).unwrap_err();
         assert!(wait <= Duration::from_millis(100) && wait > Duration::from_millis(90));
-        // Another caller has a bucket of its own.
-        assert!(limit.take("b", t0).is_ok());
-        assert!(limit.take("a", t0 + Duration::from_millis(100)).is_ok());
+        // Another caller has a bucket of its own, and so does a connection.
+        assert!(limit.take(Caller::Principal("b"), t0).is_ok());
+        let conn = ConnId::new("a");
+        assert!(limit.take(Caller::Conn(&conn), t0).is_ok());
+        assert!(limit.take(a(), t0 + Duration::from_millis(100)).is_ok());
     }
 }

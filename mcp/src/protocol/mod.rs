@@ -12,11 +12,11 @@ pub mod jsonrpc;
 mod lifecycle;
 mod logging;
 pub mod methods;
-mod stateless;
 mod notifications;
 mod prompts;
 mod reply;
 mod resources;
+mod stateless;
 mod tools;
 mod version;
 
@@ -27,11 +27,11 @@ pub use content::*;
 pub use jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response, codes};
 pub use lifecycle::*;
 pub use logging::*;
-pub use stateless::*;
 pub use notifications::*;
 pub use prompts::*;
 pub use reply::Reply;
 pub use resources::*;
+pub use stateless::*;
 pub use tools::*;
 pub use version::*;
 

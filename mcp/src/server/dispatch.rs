@@ -282,6 +282,8 @@ impl Server {
         let result = match self.seam(scope, method, params).await {
             Err(e) => Err(e),
             Ok(()) if method == Method::ToolsCall => self.call_tool(scope, params).await,
+            // Without layers, nothing to wrap: the handler's future is not boxed.
+            Ok(()) if self.inner.layers.is_empty() => self.serve(scope, method, params).await,
             Ok(()) => {
                 let answer = self
                     .layered(scope, method, params, &[], || {

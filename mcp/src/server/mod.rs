@@ -14,9 +14,9 @@ pub(crate) mod completion;
 mod dispatch;
 mod layered;
 mod lifecycle;
-mod stateless;
 mod prompts;
 mod resources;
+mod stateless;
 mod tools;
 
 use std::fmt;
@@ -363,23 +363,23 @@ impl Server {
 }
 
 impl Server {
-    /// The server as a request's [`Ctx`] sees it.
+    /// The server as a request's [`Ctx`] sees it (the same allocation, no copy).
     pub(crate) fn host(&self) -> Arc<dyn Host> {
-        Arc::new(self.clone())
+        Arc::clone(&self.inner) as Arc<dyn Host>
     }
 }
 
-impl Host for Server {
+impl Host for ServerInner {
     fn name(&self) -> &str {
-        &self.inner.info.name
+        &self.info.name
     }
 
     fn elicitation_timeout(&self) -> std::time::Duration {
-        self.inner.config.elicitation_timeout
+        self.config.elicitation_timeout
     }
 
     fn call_timeout(&self) -> std::time::Duration {
-        self.inner.config.call_timeout
+        self.config.call_timeout
     }
 
     fn read_resource<'a>(
@@ -387,22 +387,24 @@ impl Host for Server {
         ctx: &'a Ctx,
         uri: &'a str,
     ) -> HostFuture<'a, Result<Vec<crate::protocol::ResourceContents>, ErrorObject>> {
-        Box::pin(self.read_resource_as(ctx, uri))
+        let server = ctx.server();
+        Box::pin(async move { server.read_resource_as(ctx, uri).await })
     }
 
-    fn as_any(&self) -> &dyn std::any::Any {
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
         self
     }
 }
 
 impl Ctx {
-    /// The server serving this request.
-    pub fn server(&self) -> &Server {
-        // Only a `Server` makes a `Ctx`, and it always passes itself as the host.
-        self.host()
-            .as_any()
-            .downcast_ref::<Server>()
-            .expect("a Ctx's host is the Server that made it")
+    /// The server serving this request (a cheap handle: every clone is the same server).
+    pub fn server(&self) -> Server {
+        let inner = Arc::clone(self.host())
+            .into_any()
+            .downcast::<ServerInner>()
+            // Only a `Server` makes a `Ctx`, and it always passes itself as the host.
+            .expect("a Ctx's host is the Server that made it");
+        Server { inner }
     }
 }
 

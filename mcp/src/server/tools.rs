@@ -22,7 +22,6 @@ use crate::context::{Caller, NO_CHANNEL};
 use crate::elicit::mrtr::Mrtr;
 use crate::elicit::state::{ApprovalState, Binding};
 use crate::elicit::{APPROVAL_KEY, Approval, ask_approval, judge};
-use crate::layers::BoxFuture;
 use crate::protocol::methods::Method;
 use crate::protocol::{CallToolResult, ErrorObject, Meta, PaginatedParams, ProgressToken, methods};
 use crate::registry::{ListKind, Page, ToolArgs, ToolDef, page};
@@ -244,43 +243,57 @@ impl Server {
             request.take_decoded(),
         );
         // Allowed (or approved): now the layers, around the tool.
-        let request = &request;
-        let decision = &decision;
-        let (mrtr, binding) = (&mrtr, &binding);
-        let execute = move || -> BoxFuture<'_, Result<Reply, ErrorObject>> {
-            Box::pin(async move {
-                let result = match self
-                    .execute_tool(scope, tool, args, token, mrtr.clone())
-                    .await
-                {
-                    Outcome::Done(result) => result,
-                    Outcome::NeedsInput => {
-                        let (Some(m), Some(b)) = (mrtr, binding) else {
-                            return Err(ErrorObject::internal(
-                                "a handshake-era call cannot suspend",
-                            ));
-                        };
-                        return Ok(self.input_required(scope, m, b));
-                    }
-                    Outcome::MissingCapability(required) => {
-                        return Err(Self::missing_capability(required));
-                    }
-                };
-                if let Some(d) = decision {
-                    let outcome = if approved {
-                        AuditOutcome::Approved
-                    } else if result.is_error() {
-                        AuditOutcome::ToolError
-                    } else {
-                        AuditOutcome::Served
-                    };
-                    self.audit(request, d, outcome);
-                }
-                Ok(self.tool_reply(scope, result))
-            })
+        let call = Approved {
+            request: &request,
+            decision: decision.as_ref(),
+            approved,
+            mrtr: mrtr.as_ref(),
+            binding: binding.as_ref(),
         };
-        self.layered(scope, Method::ToolsCall, params, &tool.layers, execute)
+        if self.inner.layers.is_empty() && tool.layers.is_empty() {
+            return self.run_tool(scope, tool, args, token, call).await;
+        }
+        self.layered(scope, Method::ToolsCall, params, &tool.layers, move || {
+            Box::pin(self.run_tool(scope, tool, args, token, call))
+        })
+        .await
+    }
+
+    /// Runs an allowed call and audits how it ended.
+    async fn run_tool(
+        &self,
+        scope: &Scope,
+        tool: &ToolDef,
+        args: ToolArgs,
+        token: Option<ProgressToken>,
+        call: Approved<'_>,
+    ) -> Result<Reply, ErrorObject> {
+        let result = match self
+            .execute_tool(scope, tool, args, token, call.mrtr.cloned())
             .await
+        {
+            Outcome::Done(result) => result,
+            Outcome::NeedsInput => {
+                let (Some(m), Some(b)) = (call.mrtr, call.binding) else {
+                    return Err(ErrorObject::internal("a handshake-era call cannot suspend"));
+                };
+                return Ok(self.input_required(scope, m, b));
+            }
+            Outcome::MissingCapability(required) => {
+                return Err(Self::missing_capability(required));
+            }
+        };
+        if let Some(d) = call.decision {
+            let outcome = if call.approved {
+                AuditOutcome::Approved
+            } else if result.is_error() {
+                AuditOutcome::ToolError
+            } else {
+                AuditOutcome::Served
+            };
+            self.audit(call.request, d, outcome);
+        }
+        Ok(self.tool_reply(scope, result))
     }
 
     /// A `tools/list` answer after the layers, without any tool this caller may not see
@@ -332,14 +345,14 @@ impl Server {
                     StatelessApproval::Approved
                 }
                 Some(Approval::NotApproved(detail)) => StatelessApproval::Refused(detail),
-                None => {
-                    StatelessApproval::Question(self.ask_approval_stateless(scope, binding, tool, prompt))
-                }
+                None => StatelessApproval::Question(
+                    self.ask_approval_stateless(scope, binding, tool, prompt),
+                ),
             },
             ApprovalState::None => match scope.caller.cannot_elicit() {
-                None => {
-                    StatelessApproval::Question(self.ask_approval_stateless(scope, binding, tool, prompt))
-                }
+                None => StatelessApproval::Question(
+                    self.ask_approval_stateless(scope, binding, tool, prompt),
+                ),
                 Some(why) => StatelessApproval::Unaskable(why),
             },
         }
@@ -376,6 +389,15 @@ impl Server {
             )),
         }
     }
+}
+
+/// A call the seams let through, with what auditing its end needs.
+struct Approved<'a> {
+    request: &'a AuthRequest<'a>,
+    decision: Option<&'a Decision>,
+    approved: bool,
+    mrtr: Option<&'a Arc<Mrtr>>,
+    binding: Option<&'a Binding>,
 }
 
 /// How the authorizer's Ask ends on the 2026-07-28 era.
