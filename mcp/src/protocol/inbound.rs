@@ -1,10 +1,11 @@
 //! The edge of the pipeline: what an incoming message says about itself, read once.
 //!
-//! A transport decodes a frame into a [`Message`](super::Message), then asks this module
+//! A transport decodes a frame into a [`Message`], then asks this module
 //! which protocol era it belongs to ([`EraSignals::era`], the one place the era is
 //! decided) and, for a 2026-07-28 request, for its validated metadata
 //! ([`StatelessMeta::parse`] and [`StatelessMeta::admit`]). The result travels with the
-//! request as an [`Inbound`]; nothing below re-detects the era or re-parses `_meta`.
+//! request (in the transport's `RequestExtras`); nothing below re-detects the era or
+//! re-parses `_meta`.
 
 use std::sync::Arc;
 
@@ -267,19 +268,6 @@ impl StatelessMeta {
     pub fn log_level(&self) -> Option<LoggingLevel> {
         self.request.log_level
     }
-}
-
-/// How a message reached the server, decided at the edge: its era, and for a 2026-07-28
-/// request, its validated metadata.
-#[derive(Clone, Debug, Default)]
-pub enum EraClaim {
-    /// The transport did not decide: the connection's first decisive message fixes it.
-    #[default]
-    Undecided,
-    /// The handshake era.
-    Handshake,
-    /// The stateless era, with the metadata the transport already parsed and admitted.
-    Stateless(Arc<StatelessMeta>),
 }
 
 #[cfg(test)]
