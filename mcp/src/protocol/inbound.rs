@@ -189,16 +189,18 @@ impl<'a> ParamsHead<'a> {
 
 impl StatelessMeta {
     /// Validates the reserved members of a request's `_meta` (-32602 when one is missing
-    /// or malformed).
-    pub fn parse(meta: Option<Meta>) -> Result<StatelessMeta, ErrorObject> {
+    /// or malformed). `handshake_hint` ends the advice given when there is no `_meta` at
+    /// all: what a handshake-era client does instead on this transport.
+    pub fn parse(meta: Option<Meta>, handshake_hint: &str) -> Result<StatelessMeta, ErrorObject> {
         let request = RequestMeta::from_meta(meta.as_ref()).map_err(|e| {
             let super::MetaError::Invalid(reason) = e;
             let hint = if meta.is_none() {
-                "; a 2026-07-28 request carries _meta with io.modelcontextprotocol/protocolVersion \
-                 and io.modelcontextprotocol/clientCapabilities (a handshake-era client sends \
-                 initialize first)"
+                format!(
+                    "; a 2026-07-28 request carries _meta with io.modelcontextprotocol/protocolVersion \
+                     and io.modelcontextprotocol/clientCapabilities (a handshake-era client {handshake_hint})"
+                )
             } else {
-                ""
+                String::new()
             };
             ErrorObject::invalid_params(format!("Invalid params: {reason}{hint}"))
         })?;
@@ -254,7 +256,7 @@ impl StatelessMeta {
             })?,
             None => Envelope { meta: None },
         };
-        let meta = StatelessMeta::parse(envelope.meta)?;
+        let meta = StatelessMeta::parse(envelope.meta, "sends initialize first")?;
         meta.admit(method)?;
         Ok(meta)
     }

@@ -266,6 +266,23 @@ pub(crate) fn accepts(headers: &HeaderMap, mime: &str) -> bool {
         })
 }
 
+/// The request's headers as handlers and layers see them ([`Ctx::http_headers`]): every
+/// header except the credentials (`Authorization`, `Cookie`), which the server consumed
+/// and which must not travel further into user code or its logs. Values that are not
+/// text are left out.
+///
+/// [`Ctx::http_headers`]: crate::Ctx::http_headers
+pub(crate) fn http_headers(headers: &HeaderMap) -> Arc<crate::conn::HttpHeaders> {
+    Arc::new(crate::conn::HttpHeaders::new(
+        headers
+            .iter()
+            .filter(|(name, _)| *name != header::AUTHORIZATION && *name != header::COOKIE)
+            .filter_map(|(name, value)| {
+                Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+            }),
+    ))
+}
+
 /// Whether the request body is declared as JSON (`application/json`, any parameters).
 pub(crate) fn is_json(headers: &HeaderMap) -> bool {
     headers

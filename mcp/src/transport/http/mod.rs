@@ -132,8 +132,8 @@ pub use config::{DEFAULT_ALLOWED_HOSTS, HttpConfig};
 pub use oauth::{BearerAuth, METADATA_PATH};
 
 pub(crate) use guard::{
-    accepts, bad_request, declared_too_large, is_json, json_response, payload_too_large, read_body,
-    rpc_error, unsupported_media_type,
+    accepts, bad_request, declared_too_large, http_headers, is_json, json_response,
+    payload_too_large, read_body, rpc_error, unsupported_media_type,
 };
 
 use crate::auth::deployment::BootRefused;

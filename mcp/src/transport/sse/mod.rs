@@ -41,7 +41,8 @@ use crate::server::{
 use crate::transport::http::sse_body::{SseEvent, Stops, message_event, sse_response};
 use crate::transport::http::{
     self, App, HttpConfig, HttpError, Transports, accepts, bad_request, declared_too_large,
-    is_json, json_response, payload_too_large, read_body, rpc_error, unsupported_media_type,
+    http_headers, is_json, json_response, payload_too_large, read_body, rpc_error,
+    unsupported_media_type,
 };
 
 /// A router serving only the legacy HTTP+SSE transport (`GET /sse`,
@@ -303,6 +304,7 @@ async fn receive(
         Err(r) => return r,
     };
     let incoming = decode(&bytes);
+    let http_headers = http_headers(&headers);
     match incoming {
         Incoming::Single(Err(e)) => json_response(
             StatusCode::BAD_REQUEST,
@@ -319,7 +321,7 @@ async fn receive(
                         principal,
                         era: Some(Era::Handshake),
                         meta: None,
-                        headers: None,
+                        headers: Some(http_headers),
                     },
                 );
                 tokio::select! {

@@ -20,6 +20,7 @@
 //! GET and DELETE without `Mcp-Session-Id` get 405: the stateless revision has no stream
 //! to open and no session to end.
 
+mod exchange;
 mod headers;
 mod session;
 mod shared;
@@ -41,14 +42,17 @@ pub(crate) use session::SessionTable;
 use session::{EventId, LIVE_CAPACITY, Resume, STANDALONE, Session};
 
 use crate::auth::Principal;
+use crate::layers::BoxFuture;
+use crate::protocol::inbound::{EraSignals, VersionHeader};
 use crate::protocol::jsonrpc::{DecodeError, Incoming, decode};
 use crate::protocol::{Era, ErrorObject, Message, ProtocolVersion, Request, codes, methods};
 use crate::server::{ConnId, Outbound, Reply, RequestExtras, Transport};
 use crate::transport::http::sse_body::{Stops, sse_response};
 use crate::transport::http::{
-    App, accepts, bad_request, declared_too_large, is_json, json_response, payload_too_large,
-    read_body, rpc_error, unsupported_media_type,
+    App, accepts, bad_request, declared_too_large, http_headers, is_json, json_response,
+    payload_too_large, read_body, rpc_error, unsupported_media_type,
 };
+use exchange::{Answer, StreamLog, drive};
 
 /// `Mcp-Session-Id`.
 pub(crate) const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -84,62 +88,33 @@ enum Route {
     Stateless,
 }
 
-/// What the `MCP-Protocol-Version` header says about the era.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum VersionHeader {
-    /// No header.
-    Absent,
-    /// A handshake revision (2025-06-18 or 2025-11-25 in practice).
-    Handshake,
-    /// Anything else: 2026-07-28, a revision this server does not know, or junk.
-    Other,
-}
-
-impl VersionHeader {
-    fn of(headers: &HeaderMap) -> Self {
-        match headers.get(&VERSION_HEADER) {
-            None => VersionHeader::Absent,
-            Some(v) => match v.to_str().map(|t| t.trim().parse::<ProtocolVersion>()) {
-                Ok(Ok(v)) if ProtocolVersion::HANDSHAKE.contains(&v) => VersionHeader::Handshake,
-                _ => VersionHeader::Other,
-            },
-        }
-    }
-}
-
-/// What a POST shows about its era.
-#[derive(Debug)]
-struct Signals {
-    /// The `Mcp-Session-Id` header.
-    session: Option<String>,
-    /// The body is an `initialize` request.
-    initialize: bool,
-    /// The body's `_meta` declares a protocol version.
-    modern_meta: bool,
-    /// The `MCP-Protocol-Version` header.
-    header: VersionHeader,
-    /// Whether handshake requests without a session are served.
-    sessionless: bool,
-}
-
-fn classify(s: Signals) -> Route {
-    if let Some(id) = s.session {
+/// The path a POST without a session takes, from its era ([`EraSignals::era`], the one
+/// place the era is decided): a 2026-07-28 request is stateless; a handshake-era
+/// `initialize` starts a session and any other handshake request is sessionless; an
+/// undecided one (no marker at all, as a client older than the version header sends) is
+/// sessionless when those are served, and otherwise stateless (which then explains what
+/// the request lacks).
+fn classify(session: Option<String>, signals: EraSignals, sessionless: bool) -> Route {
+    if let Some(id) = session {
         return Route::Session(id);
     }
-    if s.modern_meta || s.header == VersionHeader::Other {
-        return Route::Stateless;
+    match signals.era() {
+        Some(Era::Stateless) => Route::Stateless,
+        Some(Era::Handshake) if signals.initialize => Route::Initialize,
+        Some(Era::Handshake) => Route::Sessionless,
+        None if sessionless => Route::Sessionless,
+        None => Route::Stateless,
     }
-    if s.initialize {
-        return Route::Initialize;
-    }
-    match s.header {
-        VersionHeader::Handshake => Route::Sessionless,
-        // Neither marker: a handshake client older than the header when sessionless
-        // requests are served (it may be treated as 2025-03-26), the stateless revision
-        // (which then explains what the request lacks) otherwise.
-        _ if s.sessionless => Route::Sessionless,
-        _ => Route::Stateless,
-    }
+}
+
+/// What the `MCP-Protocol-Version` header says about the era.
+fn version_signal(headers: &HeaderMap) -> VersionHeader {
+    VersionHeader::of(
+        headers
+            .get(&VERSION_HEADER)
+            // A header that is not text names no revision.
+            .map(|v| v.to_str().unwrap_or("")),
+    )
 }
 
 type MaybePrincipal = Option<Extension<Arc<Principal>>>;
@@ -298,24 +273,29 @@ async fn post_handler(
     };
     app.watch_shutdown();
     let incoming = decode(&bytes);
-    let (initialize, modern_meta) = match &incoming {
-        Incoming::Single(Ok(Message::Request(r))) => (
-            r.method == methods::INITIALIZE,
-            session_id.is_none() && stateless::declares_version(r.params.as_deref()),
-        ),
-        Incoming::Single(Ok(Message::Notification(n))) => (
-            false,
-            session_id.is_none() && stateless::declares_version(n.params.as_deref()),
-        ),
-        _ => (false, false),
+    let signals = match &incoming {
+        Incoming::Single(Ok(message)) if session_id.is_none() => {
+            EraSignals::of_message(message, version_signal(&headers))
+        }
+        Incoming::Single(Ok(Message::Request(r))) => EraSignals {
+            initialize: r.method == methods::INITIALIZE,
+            ..EraSignals::default()
+        },
+        _ => EraSignals {
+            header: version_signal(&headers),
+            ..EraSignals::default()
+        },
     };
-    let route = classify(Signals {
-        session: session_id,
-        initialize,
-        modern_meta,
-        header: VersionHeader::of(&headers),
-        sessionless: app.config.sessionless,
-    });
+    let initialize = signals.initialize;
+    let route = classify(session_id, signals, app.config.sessionless);
+    // What every handshake-era request of this POST carries besides the message.
+    let extras = RequestExtras {
+        sink: None,
+        principal: principal.clone(),
+        era: Some(Era::Handshake),
+        meta: None,
+        headers: Some(http_headers(&headers)),
+    };
     match route {
         Route::Session(id) => {
             if let Err(r) = version_header(&headers) {
@@ -333,18 +313,16 @@ async fn post_handler(
                     &session,
                 );
             }
-            let response = on_session(&app, &session, incoming, principal).await;
+            let response = on_session(&app, &session, incoming, extras).await;
             with_session(response, &session)
         }
         Route::Initialize => {
             let Incoming::Single(Ok(message)) = incoming else {
                 return session_required();
             };
-            start_session(&app, message, principal).await
+            start_session(&app, message, extras).await
         }
-        Route::Sessionless if app.config.sessionless => {
-            sessionless(&app, incoming, principal).await
-        }
+        Route::Sessionless if app.config.sessionless => sessionless(&app, incoming, extras).await,
         Route::Sessionless => match incoming {
             Incoming::Single(Err(e)) => decode_error(&e),
             _ => session_required(),
@@ -354,29 +332,16 @@ async fn post_handler(
 }
 
 /// `initialize` without a session: creates one, answers with its id.
-async fn start_session(
-    app: &Arc<App>,
-    message: Message,
-    principal: Option<Arc<Principal>>,
-) -> Response {
-    let session = match app.sessions.create(&app.server, principal.as_deref()) {
+async fn start_session(app: &Arc<App>, message: Message, extras: RequestExtras) -> Response {
+    let session = match app
+        .sessions
+        .create(&app.server, extras.principal.as_deref())
+    {
         Ok(s) => s,
         Err(session::Full(max)) => return sessions_full(max),
     };
     let _busy = session.busy();
-    let reply = session
-        .conn
-        .handle_with(
-            message,
-            RequestExtras {
-                sink: None,
-                principal,
-                era: Some(Era::Handshake),
-                meta: None,
-                headers: None,
-            },
-        )
-        .await;
+    let reply = session.conn.handle_with(message, extras).await;
     let Some(reply) = reply else {
         app.sessions.remove(&session.id);
         return accepted();
@@ -445,22 +410,22 @@ async fn on_session(
     app: &Arc<App>,
     session: &Arc<Session>,
     incoming: Incoming,
-    principal: Option<Arc<Principal>>,
+    extras: RequestExtras,
 ) -> Response {
     let _busy = session.busy();
     match incoming {
         Incoming::Single(Err(e)) => decode_error(&e),
         Incoming::Single(Ok(Message::Request(request))) => {
-            if let Some(refusal) = step_up(app, &request, principal.as_deref()) {
+            if let Some(refusal) = step_up(app, &request, extras.principal.as_deref()) {
                 return refusal;
             }
-            exchange(
+            answer_post(
                 app,
                 session,
                 vec![Message::Request(request)],
                 Vec::new(),
                 false,
-                principal,
+                extras,
             )
             .await
         }
@@ -496,7 +461,7 @@ async fn on_session(
             if requests.is_empty() && premade.is_empty() {
                 return accepted();
             }
-            exchange(app, session, requests, premade, true, principal).await
+            answer_post(app, session, requests, premade, true, extras).await
         }
     }
 }
@@ -505,11 +470,7 @@ async fn on_session(
 /// connection, which can never be asked anything and gets no progress or logs. Only
 /// requests are dispatched: a notification there (say `notifications/cancelled`) could
 /// otherwise touch another anonymous caller's request.
-async fn sessionless(
-    app: &Arc<App>,
-    incoming: Incoming,
-    principal: Option<Arc<Principal>>,
-) -> Response {
+async fn sessionless(app: &Arc<App>, incoming: Incoming, extras: RequestExtras) -> Response {
     match incoming {
         Incoming::Single(Err(e)) => decode_error(&e),
         Incoming::Single(Ok(Message::Request(request))) => {
@@ -531,7 +492,7 @@ async fn sessionless(
                     .into_frame(),
                 );
             }
-            if let Some(refusal) = step_up(app, &request, principal.as_deref()) {
+            if let Some(refusal) = step_up(app, &request, extras.principal.as_deref()) {
                 return refusal;
             }
             let reply = app
@@ -540,13 +501,7 @@ async fn sessionless(
                     &ConnId::new(ANONYMOUS),
                     Transport::Http,
                     Message::Request(request),
-                    RequestExtras {
-                        sink: None,
-                        principal,
-                        era: Some(Era::Handshake),
-                        meta: None,
-                        headers: None,
-                    },
+                    extras,
                 )
                 .await;
             match reply {
@@ -584,61 +539,56 @@ fn step_up(app: &App, request: &Request, principal: Option<&Principal>) -> Optio
     Some(auth.insufficient_scope(&needed))
 }
 
-/// How a POST is answered, decided by what the request produces first.
-enum Answer {
-    /// The replies came before anything else: one JSON body.
-    Json(String),
-    /// Something came first: the response is an SSE stream.
-    Stream,
-    /// Nothing to answer (the request was cancelled).
-    Nothing,
-}
-
-/// Runs requests on their own task (a client disconnecting does not cancel them) and
-/// answers with JSON, or with an SSE stream once the requests produce a message before
-/// their responses.
-async fn exchange(
+/// Runs a POST's requests on their own task (a client disconnecting does not cancel
+/// them) through the one exchange driver, and answers with JSON, or with an SSE stream
+/// once the requests produce a message before their responses.
+async fn answer_post(
     app: &Arc<App>,
     session: &Arc<Session>,
     requests: Vec<Message>,
     premade: Vec<Reply>,
     batch: bool,
-    principal: Option<Arc<Principal>>,
+    extras: RequestExtras,
 ) -> Response {
     let (answer_tx, answer_rx) = oneshot::channel();
     let (live_tx, live_rx) = mpsc::channel(LIVE_CAPACITY);
     let priming = session.primes().then_some(app.config.retry);
-    match &session.shared {
-        None => {
-            tokio::spawn(run_exchange(
-                Arc::clone(session),
-                requests,
-                premade,
-                batch,
-                principal,
-                app.server.config().outbound_capacity,
-                priming,
-                live_tx,
-                answer_tx,
-            ));
-        }
-        Some(shared) => {
-            tokio::spawn(shared::run_exchange(
-                Arc::clone(session),
-                Arc::clone(shared),
-                requests,
-                premade,
-                batch,
-                principal,
-                app.server.config().outbound_capacity,
-                priming,
-                live_tx,
-                answer_tx,
-            ));
-        }
-    }
+    let mut log: Box<dyn StreamLog> = match &session.shared {
+        None => Box::new(LocalLog {
+            session: Arc::clone(session),
+            live: live_tx,
+            priming,
+            stream: None,
+        }),
+        Some(shared) => Box::new(shared::ClusterLog::new(
+            Arc::clone(session),
+            Arc::clone(shared),
+            live_tx,
+            priming,
+            &requests,
+        )),
+    };
+    let capacity = app.server.config().outbound_capacity;
+    let running = Arc::clone(session);
+    tokio::spawn(async move {
+        let _busy = running.busy();
+        let (sink, rx) = Outbound::channel(capacity);
+        let work = futures::future::join_all(requests.into_iter().map(|m| {
+            running.conn.handle_with(
+                m,
+                RequestExtras {
+                    sink: Some(sink.clone()),
+                    ..extras.clone()
+                },
+            )
+        }));
+        // The requests hold the only senders: the receiver closes when they are done.
+        drop(sink);
+        let stop = Some(running.closed.clone());
+        drive(work, rx, premade, batch, stop, &mut *log, answer_tx).await;
+    });
     match answer_rx.await {
-        Ok(Answer::Json(body)) => json_response(StatusCode::OK, body),
+        Ok(Answer::Json(reply)) => json_response(StatusCode::OK, reply.into_frame()),
         Ok(Answer::Nothing) => accepted(),
         Ok(Answer::Stream) => sse_response(
             live_rx,
@@ -654,113 +604,35 @@ async fn exchange(
     }
 }
 
-/// Runs a POST's `requests` on the session's connection, together. The messages they send
-/// before their responses (progress, logs, questions to the client) come out of the
-/// returned receiver, which closes when the last request is done.
-pub(super) fn handle_all(
-    session: &Session,
-    requests: Vec<Message>,
-    principal: Option<Arc<Principal>>,
-    capacity: usize,
-) -> (
-    impl Future<Output = Vec<Option<Reply>>> + '_,
-    crate::server::OutboundReceiver,
-) {
-    let (sink, rx) = Outbound::channel(capacity);
-    let work = futures::future::join_all(requests.into_iter().map(move |m| {
-        session.conn.handle_with(
-            m,
-            RequestExtras {
-                sink: Some(sink.clone()),
-                principal: principal.clone(),
-                era: Some(Era::Handshake),
-                meta: None,
-                headers: None,
-            },
-        )
-    }));
-    (work, rx)
+/// A local session's stream: numbered and stored in the session, for `Last-Event-ID`.
+struct LocalLog {
+    session: Arc<Session>,
+    live: mpsc::Sender<Bytes>,
+    priming: Option<std::time::Duration>,
+    stream: Option<u64>,
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn run_exchange(
-    session: Arc<Session>,
-    requests: Vec<Message>,
-    premade: Vec<Reply>,
-    batch: bool,
-    principal: Option<Arc<Principal>>,
-    capacity: usize,
-    priming: Option<std::time::Duration>,
-    live_tx: mpsc::Sender<Bytes>,
-    answer_tx: oneshot::Sender<Answer>,
-) {
-    let _busy = session.busy();
-    let (work, mut rx) = handle_all(&session, requests, principal, capacity);
-    tokio::pin!(work);
-
-    let mut answer = Some(answer_tx);
-    let mut stream: Option<u64> = None;
-    let open = |session: &Session, answer: &mut Option<oneshot::Sender<Answer>>| -> u64 {
-        let id = session.open_stream(live_tx.clone(), priming);
-        if let Some(tx) = answer.take() {
-            let _ = tx.send(Answer::Stream);
-        }
-        id
-    };
-    let mut sinks_open = true;
-    let replies = loop {
-        tokio::select! {
-            biased;
-            _ = session.closed.cancelled() => return,
-            replies = &mut work => break replies,
-            frame = rx.recv(), if sinks_open => match frame {
-                Some(frame) => {
-                    let id = match stream {
-                        Some(id) => id,
-                        None => *stream.insert(open(&session, &mut answer)),
-                    };
-                    session.publish(id, frame);
-                }
-                None => sinks_open = false,
-            },
-        }
-    };
-    // Whatever was queued before the replies was produced before them.
-    let mut early = Vec::new();
-    while let Ok(frame) = rx.try_recv() {
-        early.push(frame);
+impl StreamLog for LocalLog {
+    fn open(&mut self) -> BoxFuture<'_, ()> {
+        self.stream = Some(self.session.open_stream(self.live.clone(), self.priming));
+        Box::pin(async {})
     }
-    let replies: Vec<Reply> = premade
-        .into_iter()
-        .chain(replies.into_iter().flatten())
-        .collect();
-    match stream {
-        None if early.is_empty() => {
-            let body = if replies.is_empty() {
-                None
-            } else if batch {
-                let frames: Vec<&str> = replies.iter().map(Reply::frame).collect();
-                Some(format!("[{}]", frames.join(",")))
-            } else {
-                replies.into_iter().next().map(Reply::into_frame)
-            };
-            if let Some(tx) = answer.take() {
-                let _ = tx.send(body.map_or(Answer::Nothing, Answer::Json));
-            }
+
+    fn publish(&mut self, frame: String) -> BoxFuture<'_, bool> {
+        if let Some(id) = self.stream {
+            self.session.publish(id, frame);
         }
-        _ => {
-            let id = match stream {
-                Some(id) => id,
-                None => open(&session, &mut answer),
-            };
-            for frame in early {
-                session.publish(id, frame);
-            }
+        Box::pin(async { true })
+    }
+
+    fn finish(&mut self, replies: Vec<Reply>) -> BoxFuture<'_, ()> {
+        if let Some(id) = self.stream {
             for reply in replies {
-                session.publish(id, reply.into_frame());
+                self.session.publish(id, reply.into_frame());
             }
-            session.finish(id);
+            self.session.finish(id);
         }
+        Box::pin(async {})
     }
 }
 
@@ -916,17 +788,17 @@ mod tests {
     fn route(
         session: Option<&str>,
         initialize: bool,
-        modern_meta: bool,
+        declares_version: bool,
         header: VersionHeader,
         sessionless: bool,
     ) -> Route {
-        classify(Signals {
-            session: session.map(str::to_owned),
+        let signals = EraSignals {
             initialize,
-            modern_meta,
+            discover: false,
+            declares_version,
             header,
-            sessionless,
-        })
+        };
+        classify(session.map(str::to_owned), signals, sessionless)
     }
 
     #[test]
@@ -939,7 +811,7 @@ mod tests {
                 Route::Session("s".into())
             );
         }
-        // initialize starts a session unless it carries a modern marker.
+        // initialize starts a session unless it carries a 2026-07-28 marker.
         assert_eq!(route(None, true, false, Absent, false), Route::Initialize);
         assert_eq!(
             route(None, true, false, Handshake, false),
@@ -952,31 +824,12 @@ mod tests {
             route(None, false, false, Handshake, false),
             Route::Sessionless
         );
-        assert_eq!(
-            route(None, false, false, Handshake, true),
-            Route::Sessionless
-        );
         // _meta wins over a handshake header (the header then mismatches: -32020).
         assert_eq!(route(None, false, true, Handshake, false), Route::Stateless);
         assert_eq!(route(None, false, false, Other, true), Route::Stateless);
         // No marker at all: stateless, unless sessionless handshake requests are served.
         assert_eq!(route(None, false, false, Absent, false), Route::Stateless);
         assert_eq!(route(None, false, false, Absent, true), Route::Sessionless);
-    }
-
-    #[test]
-    fn version_headers_are_classified_by_era() {
-        let mut h = HeaderMap::new();
-        assert_eq!(VersionHeader::of(&h), VersionHeader::Absent);
-        for (value, era) in [
-            ("2025-11-25", VersionHeader::Handshake),
-            (" 2025-03-26 ", VersionHeader::Handshake),
-            ("2026-07-28", VersionHeader::Other),
-            ("v999", VersionHeader::Other),
-        ] {
-            h.insert(VERSION_HEADER, HeaderValue::from_static(value));
-            assert_eq!(VersionHeader::of(&h), era, "{value}");
-        }
     }
 
     #[test]

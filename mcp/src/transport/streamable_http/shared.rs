@@ -26,15 +26,17 @@ use axum::body::Bytes;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
+use super::exchange::StreamLog;
 use super::session::{LIVE_CAPACITY, STANDALONE, Session};
-use super::{Answer, handle_all, session_not_found};
+use super::session_not_found;
 use crate::auth::Principal;
 use crate::cluster::{
     BusMessage, Cluster, ParkedAsk, SessionChange, SessionRecord, StoreError, StreamCall,
     StreamInfo, valid_pos,
 };
+use crate::layers::BoxFuture;
 use crate::protocol::jsonrpc::{Incoming, decode, encode_error, encode_result};
 use crate::protocol::{
     CallToolResult, ClientCapabilities, ErrorObject, Implementation, LoggingLevel, Message,
@@ -387,125 +389,124 @@ pub(crate) fn calls_of(requests: &[Message]) -> Vec<StreamCall> {
         .collect()
 }
 
-/// [`super::run_exchange`] for a session shared by replicas: the same answers, with every
-/// event stored, every question recorded, and the session's changes saved before the
-/// response.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn run_exchange(
+/// The stream of a session shared by replicas: every event stored in the shared log,
+/// every question recorded as parked here, the session's changes saved before the answer.
+pub(crate) struct ClusterLog {
     session: Arc<Session>,
     shared: Arc<Shared>,
-    requests: Vec<Message>,
-    premade: Vec<Reply>,
-    batch: bool,
-    principal: Option<Arc<Principal>>,
-    capacity: usize,
+    live: mpsc::Sender<Bytes>,
     priming: Option<Duration>,
-    live_tx: mpsc::Sender<Bytes>,
-    answer_tx: oneshot::Sender<Answer>,
-) {
-    let _busy = session.busy();
-    let before = snapshot(&session.conn);
-    let calls = calls_of(&requests);
-    let (work, mut rx) = handle_all(&session, requests, principal, capacity);
-    tokio::pin!(work);
+    calls: Vec<StreamCall>,
+    before: Option<Snapshot>,
+    stream: Option<u64>,
+    parked: Vec<String>,
+}
 
-    let mut answer = Some(answer_tx);
-    let mut stream: Option<u64> = None;
-    let mut parked: Vec<String> = Vec::new();
-    let mut sinks_open = true;
-    let replies = loop {
-        tokio::select! {
-            biased;
-            _ = session.closed.cancelled() => {
-                release(&session, &shared, stream, &parked).await;
-                return;
-            }
-            replies = &mut work => break replies,
-            frame = rx.recv(), if sinks_open => match frame {
-                Some(frame) => {
-                    let id = match stream {
-                        Some(id) => id,
-                        None => {
-                            let id = open_stream(&session, &shared, &live_tx, priming, &calls).await;
-                            if let Some(tx) = answer.take() {
-                                let _ = tx.send(Answer::Stream);
-                            }
-                            *stream.insert(id)
-                        }
-                    };
-                    publish(&session, &shared, id, &frame, Some(&mut parked)).await;
-                }
-                None => sinks_open = false,
-            },
+impl ClusterLog {
+    /// The log of an exchange about to run `requests` (what the session holds now is
+    /// remembered, to save what they change).
+    pub(crate) fn new(
+        session: Arc<Session>,
+        shared: Arc<Shared>,
+        live: mpsc::Sender<Bytes>,
+        priming: Option<Duration>,
+        requests: &[Message],
+    ) -> Self {
+        ClusterLog {
+            before: Some(snapshot(&session.conn)),
+            calls: calls_of(requests),
+            session,
+            shared,
+            live,
+            priming,
+            stream: None,
+            parked: Vec::new(),
         }
-    };
-    let mut early = Vec::new();
-    while let Ok(frame) = rx.try_recv() {
-        early.push(frame);
     }
-    save_changes(&session, &shared, before).await;
-    let replies: Vec<Reply> = premade
-        .into_iter()
-        .chain(replies.into_iter().flatten())
-        .collect();
-    if stream.is_none() && early.is_empty() {
-        let body = if replies.is_empty() {
-            None
-        } else if batch {
-            let frames: Vec<&str> = replies.iter().map(Reply::frame).collect();
-            Some(format!("[{}]", frames.join(",")))
-        } else {
-            replies.into_iter().next().map(Reply::into_frame)
-        };
-        if let Some(tx) = answer.take() {
-            let _ = tx.send(body.map_or(Answer::Nothing, Answer::Json));
-        }
-        return;
+}
+
+impl StreamLog for ClusterLog {
+    fn open(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let id = open_stream(
+                &self.session,
+                &self.shared,
+                &self.live,
+                self.priming,
+                &self.calls,
+            )
+            .await;
+            self.stream = Some(id);
+        })
     }
-    let id = match stream {
-        Some(id) => id,
-        None => {
-            let id = open_stream(&session, &shared, &live_tx, priming, &calls).await;
-            if let Some(tx) = answer.take() {
-                let _ = tx.send(Answer::Stream);
+
+    fn publish(&mut self, frame: String) -> BoxFuture<'_, bool> {
+        Box::pin(async move {
+            if let Some(id) = self.stream {
+                publish(
+                    &self.session,
+                    &self.shared,
+                    id,
+                    &frame,
+                    Some(&mut self.parked),
+                )
+                .await;
             }
-            id
-        }
-    };
-    for frame in early {
-        publish(&session, &shared, id, &frame, Some(&mut parked)).await;
+            true
+        })
     }
-    // The stream's record is taken before its responses are stored: if another replica
-    // took it (this one was thought dead), that one closed the calls and its responses
-    // are the ones on the stream.
-    match shared
-        .cluster
-        .sessions()
-        .claim_stream(&session.id, id)
-        .await
-    {
-        Ok(None) => {
-            tracing::warn!(target: "mcp::cluster", "another replica closed this stream's calls; dropping its responses");
-        }
-        claimed => {
-            if let Err(e) = claimed {
-                tracing::warn!(target: "mcp::cluster", error = %e, "could not take a stream's record");
+
+    fn settle(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Some(before) = self.before.take() {
+                save_changes(&self.session, &self.shared, before).await;
             }
-            for reply in replies {
-                publish(&session, &shared, id, &reply.into_frame(), None).await;
-            }
-            if let Err(e) = shared
+        })
+    }
+
+    fn finish(&mut self, replies: Vec<Reply>) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let Some(id) = self.stream else { return };
+            let (session, shared) = (&self.session, &self.shared);
+            // The stream's record is taken before its responses are stored: if another
+            // replica took it (this one was thought dead), that one closed the calls and
+            // its responses are the ones on the stream.
+            match shared
                 .cluster
-                .events()
-                .finish(&session.id, id, shared.max_events)
+                .sessions()
+                .claim_stream(&session.id, id)
                 .await
             {
-                tracing::warn!(target: "mcp::cluster", error = %e, "could not store a stream's end");
+                Ok(None) => {
+                    tracing::warn!(target: "mcp::cluster", "another replica closed this stream's calls; dropping its responses");
+                }
+                claimed => {
+                    if let Err(e) = claimed {
+                        tracing::warn!(target: "mcp::cluster", error = %e, "could not take a stream's record");
+                    }
+                    for reply in replies {
+                        publish(session, shared, id, &reply.into_frame(), None).await;
+                    }
+                    if let Err(e) = shared
+                        .cluster
+                        .events()
+                        .finish(&session.id, id, shared.max_events)
+                        .await
+                    {
+                        tracing::warn!(target: "mcp::cluster", error = %e, "could not store a stream's end");
+                    }
+                }
             }
-        }
+            unpark_all(session, shared, &self.parked).await;
+            session.finish(id);
+        })
     }
-    unpark_all(&session, &shared, &parked).await;
-    session.finish(id);
+
+    fn abandon(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            release(&self.session, &self.shared, self.stream, &self.parked).await;
+        })
+    }
 }
 
 /// Forgets the questions an exchange recorded: they were answered, timed out or dropped

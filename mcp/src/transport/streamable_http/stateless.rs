@@ -38,23 +38,22 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use serde::Deserialize;
-use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
+use super::exchange::{Answer, StreamLog, drive};
 use super::headers::{self, Mirrored};
 use super::session::LIVE_CAPACITY;
 use super::{VERSION_HEADER, accepted, decode_error, step_up};
 use crate::auth::Principal;
+use crate::conn::HttpHeaders;
+use crate::layers::BoxFuture;
+use crate::protocol::inbound::{ParamsHead, StatelessMeta};
 use crate::protocol::jsonrpc::Incoming;
-use crate::protocol::{
-    Era, ErrorObject, Message, Meta, Request, RequestId, RequestMeta, codes, meta_keys,
-};
+use crate::protocol::{Era, ErrorObject, Message, Request, RequestId, codes, meta_keys};
 use crate::server::{ConnId, Outbound, Reply, RequestExtras, Transport};
 use crate::transport::http::sse_body::{Stops, message_event, sse_response};
-use crate::transport::http::{App, bad_request, json_response};
+use crate::transport::http::{App, bad_request, http_headers, json_response};
 
 /// The connection id every stateless request is served under (each with state of its own,
 /// see [`crate::Server::handle_detached`]). It never has a transport
@@ -86,98 +85,43 @@ pub(super) async fn post(
     }
 }
 
-/// The members of a request's params that validation reads.
-#[derive(Deserialize)]
-struct Params<'a> {
-    #[serde(rename = "_meta", default)]
-    meta: Option<Meta>,
-    #[serde(default)]
-    name: Option<Value>,
-    #[serde(default)]
-    uri: Option<Value>,
-    #[serde(default, borrow)]
-    arguments: Option<&'a RawValue>,
-}
-
-/// Whether a body's params declare a protocol version in `_meta`: the mark of a request
-/// of the stateless revision. Parses only when the key appears at all.
-pub(super) fn declares_version(params: Option<&RawValue>) -> bool {
-    #[derive(Deserialize)]
-    struct OnlyMeta {
-        #[serde(rename = "_meta", default)]
-        meta: Option<Meta>,
-    }
-    let Some(raw) = params else { return false };
-    if !raw.get().contains(meta_keys::PROTOCOL_VERSION) {
-        return false;
-    }
-    serde_json::from_str::<OnlyMeta>(raw.get())
-        .ok()
-        .and_then(|p| p.meta)
-        .is_some_and(|m| m.contains_key(meta_keys::PROTOCOL_VERSION))
-}
-
 /// A refusal before dispatch: its status and error.
 struct Refusal(StatusCode, ErrorObject);
 
-/// Steps 1 to 3 of the validation (see the module docs).
-fn validate(app: &App, headers: &HeaderMap, request: &Request) -> Result<(), Refusal> {
-    let params: Params<'_> = match request.params.as_deref() {
-        Some(raw) => serde_json::from_str(raw.get()).map_err(|_| {
-            Refusal(
-                StatusCode::BAD_REQUEST,
-                ErrorObject::invalid_params(
-                    "Invalid params: params must be an object carrying _meta",
-                ),
-            )
-        })?,
-        None => Params {
-            meta: None,
-            name: None,
-            uri: None,
-            arguments: None,
-        },
-    };
-    let declared = params
+/// Steps 1 to 5 of the validation (see the module docs): the request's metadata, read
+/// once here and handed to the dispatcher with the request.
+fn validate(
+    app: &App,
+    headers: &HeaderMap,
+    request: &Request,
+) -> Result<Arc<StatelessMeta>, Refusal> {
+    let bad = |e| Refusal(StatusCode::BAD_REQUEST, e);
+    let head = ParamsHead::parse(request.params.as_deref()).map_err(bad)?;
+    let declared = head
         .meta
         .as_ref()
         .is_some_and(|m| m.contains_key(meta_keys::PROTOCOL_VERSION));
     if declared && !headers.contains_key(VERSION_HEADER) {
-        return Err(Refusal(
-            StatusCode::BAD_REQUEST,
-            ErrorObject::new(
-                codes::HEADER_MISMATCH,
-                "Header mismatch: the MCP-Protocol-Version header is required and must equal _meta[\"io.modelcontextprotocol/protocolVersion\"]",
-            ),
-        ));
+        return Err(bad(ErrorObject::new(
+            codes::HEADER_MISMATCH,
+            "Header mismatch: the MCP-Protocol-Version header is required and must equal _meta[\"io.modelcontextprotocol/protocolVersion\"]",
+        )));
     }
-    let meta = RequestMeta::from_meta(params.meta.as_ref()).map_err(|e| {
-        let crate::protocol::MetaError::Invalid(reason) = e;
-        let hint = if params.meta.is_none() {
-            "; a 2026-07-28 request carries _meta with io.modelcontextprotocol/protocolVersion \
-             and io.modelcontextprotocol/clientCapabilities (a handshake-era client sends \
-             initialize first and then Mcp-Session-Id)"
-        } else {
-            ""
-        };
-        Refusal(
-            StatusCode::BAD_REQUEST,
-            ErrorObject::invalid_params(format!("Invalid params: {reason}{hint}")),
-        )
-    })?;
+    let meta = StatelessMeta::parse(head.meta, "sends initialize first and then Mcp-Session-Id")
+        .map_err(bad)?;
     let mirrored = Mirrored {
         method: &request.method,
-        protocol_version: &meta.protocol_version,
-        name: params.name.as_ref(),
-        uri: params.uri.as_ref(),
-        arguments: params.arguments,
+        protocol_version: &meta.request.protocol_version,
+        name: head.name.as_ref(),
+        uri: head.uri.as_ref(),
+        arguments: head.arguments,
     };
-    headers::check(headers, &mirrored, app.server.registry()).map_err(|m| {
-        Refusal(
-            StatusCode::BAD_REQUEST,
-            ErrorObject::new(codes::HEADER_MISMATCH, m.0),
-        )
-    })
+    headers::check(headers, &mirrored, app.server.registry())
+        .map_err(|m| bad(ErrorObject::new(codes::HEADER_MISMATCH, m.0)))?;
+    // Steps 4 and 5, answered here so that a scope challenge never hides them.
+    meta.admit(&request.method)
+        .map_err(|e| Refusal(status_for(Some(e.code)), e))?;
+    Ok(Arc::new(meta))
 }
 
 /// The status of an error the server answered with.
@@ -203,29 +147,14 @@ async fn serve(
     request: Request,
     principal: Option<Arc<Principal>>,
 ) -> Response {
-    if let Err(refusal) = validate(app, headers, &request) {
-        return refuse(&request.id, refusal);
-    }
-    // Steps 4 and 5, answered as the dispatcher would answer them, here so that a scope
-    // challenge never hides them.
-    if let Err(e) =
-        crate::protocol::inbound::StatelessMeta::read(&request.method, request.params.as_deref())
-    {
-        let status = status_for(Some(e.code));
-        return refuse(&request.id, Refusal(status, e));
-    }
+    let meta = match validate(app, headers, &request) {
+        Ok(meta) => meta,
+        Err(refusal) => return refuse(&request.id, refusal),
+    };
     if let Some(refusal) = step_up(app, &request, principal.as_deref()) {
         return refusal;
     }
-    run(app, request, principal).await
-}
-
-/// How the task running a request wants it answered.
-enum Answer {
-    /// The response came before anything else.
-    Json(Reply),
-    /// Something came first: the answer is the SSE stream.
-    Stream,
+    run(app, request, meta, http_headers(headers), principal).await
 }
 
 /// Aborts the task running a request when dropped: when the client goes away before the
@@ -240,14 +169,26 @@ impl Drop for AbortOnDrop {
 
 /// Runs the request on a task of its own and answers with its response as JSON, or with
 /// an SSE stream as soon as it produces a notification before its response.
-async fn run(app: &Arc<App>, request: Request, principal: Option<Arc<Principal>>) -> Response {
+async fn run(
+    app: &Arc<App>,
+    request: Request,
+    meta: Arc<StatelessMeta>,
+    headers: Arc<HttpHeaders>,
+    principal: Option<Arc<Principal>>,
+) -> Response {
     let id = request.id.clone();
     let (answer_tx, answer_rx) = oneshot::channel();
     let (live_tx, live_rx) = mpsc::channel(LIVE_CAPACITY);
     let task = tokio::spawn(exchange(
         app.server.clone(),
         request,
-        principal,
+        RequestExtras {
+            sink: None,
+            principal,
+            era: Some(Era::Stateless),
+            meta: Some(meta),
+            headers: Some(headers),
+        },
         app.server.config().outbound_capacity,
         live_tx,
         answer_tx,
@@ -257,6 +198,7 @@ async fn run(app: &Arc<App>, request: Request, principal: Option<Arc<Principal>>
         Ok(Answer::Json(reply)) => {
             json_response(status_for(reply.error_code()), reply.into_frame())
         }
+        Ok(Answer::Nothing) => accepted(),
         Ok(Answer::Stream) => sse_response(
             live_rx,
             app.config.keep_alive,
@@ -278,102 +220,76 @@ async fn run(app: &Arc<App>, request: Request, principal: Option<Arc<Principal>>
     }
 }
 
+/// A stateless request's stream: straight to its one response body, nothing stored (it
+/// cannot be resumed).
+struct Direct(mpsc::Sender<Bytes>);
+
+impl StreamLog for Direct {
+    fn open(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
+    fn publish(&mut self, frame: String) -> BoxFuture<'_, bool> {
+        // A closed stream means its reader is gone: nobody is left to answer.
+        Box::pin(async move { self.0.send(message_event(None, &frame)).await.is_ok() })
+    }
+
+    fn finish(&mut self, replies: Vec<Reply>) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            for reply in replies {
+                let _ = self.0.send(message_event(None, reply.frame())).await;
+            }
+        })
+    }
+}
+
 async fn exchange(
     server: crate::Server,
     request: Request,
-    principal: Option<Arc<Principal>>,
+    extras: RequestExtras,
     capacity: usize,
     live_tx: mpsc::Sender<Bytes>,
     answer_tx: oneshot::Sender<Answer>,
 ) {
     let id = request.id.clone();
-    let (sink, mut rx) = Outbound::channel(capacity);
+    let (sink, rx) = Outbound::channel(capacity);
     let conn = ConnId::new(STATELESS);
-    let work = server.handle_detached(
-        &conn,
-        Transport::Http,
-        Message::Request(request),
-        RequestExtras {
-            sink: Some(sink),
-            principal,
-            era: Some(Era::Stateless),
-            meta: None,
-            headers: None,
-        },
-    );
-    tokio::pin!(work);
-    let mut answer = Some(answer_tx);
-    let mut sink_open = true;
-    let reply = loop {
-        tokio::select! {
-            biased;
-            reply = &mut work => break reply,
-            frame = rx.recv(), if sink_open => match frame {
-                Some(frame) => {
-                    if let Some(tx) = answer.take()
-                        && tx.send(Answer::Stream).is_err()
-                    {
-                        return;
-                    }
-                    if live_tx.send(message_event(None, &frame)).await.is_err() {
-                        // The stream's reader is gone: nobody is left to answer.
-                        return;
-                    }
-                }
-                None => sink_open = false,
-            },
-        }
+    let work = async {
+        let reply = server
+            .handle_detached(
+                &conn,
+                Transport::Http,
+                Message::Request(request),
+                RequestExtras {
+                    sink: Some(sink),
+                    ..extras
+                },
+            )
+            .await;
+        // A request always has a response; a missing one is an internal failure, still
+        // answered so the client is not left waiting.
+        vec![Some(reply.unwrap_or_else(|| {
+            Reply::error(
+                Some(&id),
+                &ErrorObject::internal("Internal error: the request ended without a response"),
+            )
+        }))]
     };
-    // A request always has a response; a missing one is an internal failure, still
-    // answered so the client is not left waiting.
-    let reply = reply.unwrap_or_else(|| {
-        Reply::error(
-            Some(&id),
-            &ErrorObject::internal("Internal error: the request ended without a response"),
-        )
-    });
-    // What was queued before the response was produced before it.
-    let mut early = Vec::new();
-    while let Ok(frame) = rx.try_recv() {
-        early.push(frame);
-    }
-    if let Some(tx) = answer.take() {
-        if early.is_empty() {
-            let _ = tx.send(Answer::Json(reply));
-            return;
-        }
-        if tx.send(Answer::Stream).is_err() {
-            return;
-        }
-    }
-    for frame in early {
-        if live_tx.send(message_event(None, &frame)).await.is_err() {
-            return;
-        }
-    }
-    let _ = live_tx.send(message_event(None, reply.frame())).await;
+    drive(
+        work,
+        rx,
+        Vec::new(),
+        false,
+        None,
+        &mut Direct(live_tx),
+        answer_tx,
+    )
+    .await;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn raw(s: &str) -> Box<RawValue> {
-        RawValue::from_string(s.to_owned()).unwrap()
-    }
-
-    #[test]
-    fn a_version_in_meta_marks_the_stateless_revision() {
-        let yes = raw(r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#);
-        assert!(declares_version(Some(&yes)));
-        // The key elsewhere (in an argument) is not a declaration.
-        let no = raw(
-            r#"{"arguments":{"io.modelcontextprotocol/protocolVersion":"x"},"_meta":{"progressToken":1}}"#,
-        );
-        assert!(!declares_version(Some(&no)));
-        assert!(!declares_version(Some(&raw("[1]"))));
-        assert!(!declares_version(None));
-    }
 
     #[test]
     fn statuses_follow_the_revision() {

@@ -1,0 +1,131 @@
+//! The one exchange driver: runs a POST's requests and answers with one JSON body when
+//! their replies come before anything else, or turns the response into an SSE stream as
+//! soon as a request sends something first (progress, a log message, a question to the
+//! client). Local sessions, cluster sessions and stateless requests differ only in where
+//! the stream's frames go, which a [`StreamLog`] says.
+
+use std::future::Future;
+
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::layers::BoxFuture;
+use crate::server::{OutboundReceiver, Reply};
+
+/// How a POST is answered, decided by what its requests produce first.
+pub(super) enum Answer {
+    /// The replies came before anything else: one JSON body (a batch's replies as one array).
+    Json(Reply),
+    /// Something came first: the response is an SSE stream.
+    Stream,
+    /// Nothing to answer (the request was cancelled).
+    Nothing,
+}
+
+/// Where the frames of an exchange that became a stream go.
+pub(super) trait StreamLog: Send {
+    /// The response becomes a stream (called once, before the first frame).
+    fn open(&mut self) -> BoxFuture<'_, ()>;
+
+    /// One frame the requests sent before their replies; `false` when nobody reads the
+    /// stream any more, which ends the exchange.
+    fn publish(&mut self, frame: String) -> BoxFuture<'_, bool>;
+
+    /// The replies, which end the stream.
+    fn finish(&mut self, replies: Vec<Reply>) -> BoxFuture<'_, ()>;
+
+    /// The requests are done and nothing is answered yet (a cluster session saves what the
+    /// requests changed here, so the client's next request sees it wherever it lands).
+    fn settle(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
+    /// The exchange stopped before its requests finished (their session closed).
+    fn abandon(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// Drives `work` (the requests, run together; what they send arrives on `rx`) to its
+/// answer, sent on `answer` as soon as it is known. `premade` replies (refusals decided
+/// before dispatch) go first; `batch` answers with an array. `stop` ends the exchange
+/// without answering.
+pub(super) async fn drive(
+    work: impl Future<Output = Vec<Option<Reply>>>,
+    mut rx: OutboundReceiver,
+    premade: Vec<Reply>,
+    batch: bool,
+    stop: Option<CancellationToken>,
+    log: &mut dyn StreamLog,
+    answer: oneshot::Sender<Answer>,
+) {
+    tokio::pin!(work);
+    let stopped = async {
+        match &stop {
+            Some(token) => token.cancelled().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(stopped);
+    let mut answer = Some(answer);
+    let mut open = false;
+    let mut sinks_open = true;
+    let replies = loop {
+        tokio::select! {
+            biased;
+            _ = &mut stopped => {
+                log.abandon().await;
+                return;
+            }
+            replies = &mut work => break replies,
+            frame = rx.recv(), if sinks_open => match frame {
+                Some(frame) => {
+                    if !open {
+                        open = true;
+                        log.open().await;
+                        if let Some(tx) = answer.take() {
+                            let _ = tx.send(Answer::Stream);
+                        }
+                    }
+                    if !log.publish(frame).await {
+                        return;
+                    }
+                }
+                None => sinks_open = false,
+            },
+        }
+    };
+    // Whatever was queued before the replies was produced before them.
+    let mut early = Vec::new();
+    while let Ok(frame) = rx.try_recv() {
+        early.push(frame);
+    }
+    log.settle().await;
+    let replies: Vec<Reply> = premade
+        .into_iter()
+        .chain(replies.into_iter().flatten())
+        .collect();
+    if !open && early.is_empty() {
+        let body = if batch {
+            Reply::batch(replies)
+        } else {
+            replies.into_iter().next()
+        };
+        if let Some(tx) = answer.take() {
+            let _ = tx.send(body.map_or(Answer::Nothing, Answer::Json));
+        }
+        return;
+    }
+    if !open {
+        log.open().await;
+        if let Some(tx) = answer.take() {
+            let _ = tx.send(Answer::Stream);
+        }
+    }
+    for frame in early {
+        if !log.publish(frame).await {
+            return;
+        }
+    }
+    log.finish(replies).await;
+}
