@@ -13,7 +13,7 @@ use crate::layers::BoxFuture;
 use crate::server::{OutboundReceiver, Reply};
 
 /// How a POST is answered, decided by what its requests produce first.
-pub(super) enum Answer {
+pub(crate) enum Answer {
     /// The replies came before anything else: one JSON body (a batch's replies as one array).
     Json(Reply),
     /// Something came first: the response is an SSE stream.
@@ -23,7 +23,7 @@ pub(super) enum Answer {
 }
 
 /// Where the frames of an exchange that became a stream go.
-pub(super) trait StreamLog: Send {
+pub(crate) trait StreamLog: Send {
     /// The response becomes a stream (called once, before the first frame).
     fn open(&mut self) -> BoxFuture<'_, ()>;
 

@@ -17,9 +17,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::shared::Shared;
+use super::backend::SessionBackend;
 use crate::auth::Principal;
-use crate::cluster::{BusMessage, SessionRecord};
+use crate::cluster::SessionRecord;
 use crate::protocol::ProtocolVersion;
 use crate::server::{ConnId, Connection, Outbound, OutboundReceiver, Server, Transport};
 use crate::transport::http::HttpConfig;
@@ -97,9 +97,9 @@ pub(crate) struct Session {
     /// SSE responses open now, and how many may be.
     open_responses: AtomicUsize,
     max_responses: usize,
-    /// The cluster this session's record lives in, when the server is one replica of
-    /// several (this object is then this replica's local copy).
-    pub(crate) shared: Option<Arc<Shared>>,
+    /// Where the session lives: here only, or in a cluster (this object is then this
+    /// replica's copy).
+    pub(crate) backend: Arc<dyn SessionBackend>,
 }
 
 /// One open SSE response of a session, counted against `max_streams_per_session` while
@@ -181,18 +181,6 @@ impl Session {
                 subject: subject.clone(),
                 issuer: issuer.clone(),
             })
-    }
-
-    /// Brings this local copy up to date with the shared record.
-    pub(crate) fn apply_record(&self, record: &SessionRecord) {
-        let version = record
-            .version
-            .as_deref()
-            .and_then(|v| v.parse::<ProtocolVersion>().ok());
-        if let Some(v) = version {
-            self.set_version(v);
-        }
-        super::shared::apply_to_conn(&self.conn, record, version);
     }
 
     /// Attaches `tx` as the live response of `stream` (replacing an earlier one), sending
@@ -419,8 +407,8 @@ pub(crate) struct Full(pub(crate) usize);
 
 /// All sessions of one router.
 pub(crate) struct SessionTable {
-    /// The replicas this table shares sessions with, if any.
-    pub(crate) shared: Option<Arc<Shared>>,
+    /// Where sessions live, chosen once.
+    backend: Arc<dyn SessionBackend>,
     /// Receives the other replicas' messages about sessions: held here, because the
     /// cluster holds it weakly.
     _bus_handler: Option<crate::cluster::BusHandler>,
@@ -436,63 +424,36 @@ pub(crate) struct SessionTable {
 
 impl SessionTable {
     pub(crate) fn new(config: &HttpConfig, cluster: Option<&crate::cluster::Cluster>) -> Arc<Self> {
-        let shared = cluster.map(|c| {
-            Arc::new(Shared {
-                cluster: c.clone(),
-                ttl: config.session_idle_timeout,
-                max_events: config.event_store_events,
-            })
-        });
-        Arc::new_cyclic(|weak: &Weak<SessionTable>| {
-            let bus_handler = shared.as_ref().map(|sh| {
-                let weak = weak.clone();
-                let handler: crate::cluster::BusHandler = Arc::new(move |m| {
-                    if let Some(table) = weak.upgrade() {
-                        table.on_bus(m);
-                    }
-                });
-                sh.cluster.on_message(&handler);
-                handler
-            });
-            SessionTable {
-                shared,
-                _bus_handler: bus_handler,
-                map: RwLock::new(HashMap::new()),
-                max: config.max_sessions,
-                idle: config.session_idle_timeout,
-                store_events: config.event_store_events,
-                store_bytes: config.event_store_bytes,
-                max_responses: config.max_streams_per_session,
-                reaper: AtomicBool::new(false),
-                shutdown: config.shutdown.clone(),
-            }
+        let backend: Arc<dyn SessionBackend> = match cluster {
+            None => Arc::new(super::backend::local::LocalSessions),
+            Some(c) => Arc::new(super::backend::cluster::ClusterSessions::new(
+                c.clone(),
+                config.session_idle_timeout,
+                config.event_store_events,
+            )),
+        };
+        Arc::new_cyclic(|weak: &Weak<SessionTable>| SessionTable {
+            _bus_handler: backend.attach(weak.clone()),
+            backend,
+            map: RwLock::new(HashMap::new()),
+            max: config.max_sessions,
+            idle: config.session_idle_timeout,
+            store_events: config.event_store_events,
+            store_bytes: config.event_store_bytes,
+            max_responses: config.max_streams_per_session,
+            reaper: AtomicBool::new(false),
+            shutdown: config.shutdown.clone(),
         })
     }
 
-    /// What another replica said about a session this one may hold a copy of.
-    fn on_bus(&self, message: &BusMessage) {
-        match message {
-            BusMessage::SessionRemoved { session, .. } => {
-                self.remove(session);
-            }
-            BusMessage::SessionChanged {
-                session, change, ..
-            } => {
-                if let Some(s) = self.map.read().get(session.as_str()) {
-                    super::shared::apply_change(&s.conn, change);
-                }
-            }
-            BusMessage::Answer { session, frame, .. } => {
-                let local = self.map.read().get(session.as_str()).cloned();
-                match local {
-                    Some(s) => super::shared::deliver_routed(&s, frame),
-                    None => {
-                        tracing::debug!(target: "mcp::cluster", "an answer for a session this replica no longer holds; its question closed with it");
-                    }
-                }
-            }
-            _ => {}
-        }
+    /// Where sessions live.
+    pub(crate) fn backend(&self) -> &Arc<dyn SessionBackend> {
+        &self.backend
+    }
+
+    /// The session with this id, live or not (for what other replicas say about it).
+    pub(crate) fn get_any(&self, id: &str) -> Option<Arc<Session>> {
+        self.map.read().get(id).cloned()
     }
 
     /// Creates a session owned by `principal`, connected to `server` as a connection of
@@ -528,7 +489,6 @@ impl SessionTable {
             .as_ref()
             .map(|o| (o.subject.clone(), o.issuer.clone()));
         let session = self.insert(server, Some(id), conn_id, owner)?;
-        session.apply_record(record);
         tracing::debug!(target: "mcp::cluster", conn_id = %session.conn.id(), "session rehydrated from the shared store");
         Ok(session)
     }
@@ -597,7 +557,7 @@ impl SessionTable {
             store_bytes: self.store_bytes,
             open_responses: AtomicUsize::new(0),
             max_responses: self.max_responses,
-            shared: self.shared.clone(),
+            backend: Arc::clone(&self.backend),
         });
         tokio::spawn(pump(Arc::clone(&session), rx));
         map.insert(id, Arc::clone(&session));
@@ -667,23 +627,16 @@ impl SessionTable {
                 }
                 let Some(table) = weak.upgrade() else { break };
                 table.sweep();
-                if let Some(shared) = table.shared.clone() {
-                    // A session with a request running or a stream open here stays alive
-                    // everywhere, as a local one does.
-                    let busy: Vec<Arc<str>> = table
-                        .map
-                        .read()
-                        .iter()
-                        .filter(|(_, s)| s.is_busy())
-                        .map(|(id, _)| Arc::clone(id))
-                        .collect();
-                    drop(table);
-                    for id in busy {
-                        if let Err(e) = shared.cluster.sessions().touch(&id, shared.ttl).await {
-                            tracing::warn!(target: "mcp::cluster", error = %e, "could not extend a busy session's life");
-                        }
-                    }
-                }
+                let busy: Vec<Arc<str>> = table
+                    .map
+                    .read()
+                    .iter()
+                    .filter(|(_, s)| s.is_busy())
+                    .map(|(id, _)| Arc::clone(id))
+                    .collect();
+                let backend = Arc::clone(&table.backend);
+                drop(table);
+                backend.keep_alive(busy).await;
             }
         });
     }
@@ -695,15 +648,7 @@ async fn pump(session: Arc<Session>, mut rx: OutboundReceiver) {
     loop {
         tokio::select! {
             frame = rx.recv() => match frame {
-                Some(frame) => match &session.shared {
-                    None => session.publish(STANDALONE, frame),
-                    // Every replica holding a copy of the session gets the notification;
-                    // the one holding its GET stream delivers it.
-                    Some(shared) if session.has_live(STANDALONE) => {
-                        super::shared::publish(&session, shared, STANDALONE, &frame, None).await;
-                    }
-                    Some(_) => {}
-                },
+                Some(frame) => session.backend.push(&session, frame).await,
                 None => break,
             },
             _ = session.closed.cancelled() => break,

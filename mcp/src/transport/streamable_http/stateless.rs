@@ -41,10 +41,12 @@ use axum::response::Response;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
+use super::VERSION_HEADER;
+use super::errors::{accepted, decode_error};
 use super::exchange::{Answer, StreamLog, drive};
 use super::headers::{self, Mirrored};
+use super::post::step_up;
 use super::session::LIVE_CAPACITY;
-use super::{VERSION_HEADER, accepted, decode_error, step_up};
 use crate::auth::Principal;
 use crate::conn::HttpHeaders;
 use crate::layers::BoxFuture;

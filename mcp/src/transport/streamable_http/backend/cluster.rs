@@ -1,5 +1,6 @@
-//! Handshake-era sessions shared by the replicas of a [`Cluster`]: what a replica does
-//! beyond the local session table when the server was built with one.
+//! Handshake-era sessions shared by the replicas of a [`Cluster`] ([`ClusterSessions`], the
+//! cluster's [`SessionBackend`]): what a replica does beyond its own session table when
+//! the server was built with one.
 //!
 //! - Every request reads the session's record from the [`SessionStore`] (one round trip,
 //!   which also extends its life) and brings the local copy up to date, creating it
@@ -19,7 +20,7 @@
 //! [`EventStore`]: crate::cluster::EventStore
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -28,9 +29,7 @@ use axum::response::Response;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::exchange::StreamLog;
-use super::session::{LIVE_CAPACITY, STANDALONE, Session};
-use super::session_not_found;
+use super::{Opened, SessionBackend};
 use crate::auth::Principal;
 use crate::cluster::{
     BusMessage, Cluster, ParkedAsk, SessionChange, SessionRecord, StoreError, StreamCall,
@@ -42,9 +41,17 @@ use crate::protocol::{
     CallToolResult, ClientCapabilities, ErrorObject, Implementation, LoggingLevel, Message,
     ProtocolVersion, RequestId, methods,
 };
+use crate::server::Server;
 use crate::server::{Connection, Reply};
+use crate::transport::http::bad_request;
+use crate::transport::http::rpc_error;
 use crate::transport::http::sse_body::message_event;
-use crate::transport::http::{App, rpc_error};
+use crate::transport::streamable_http::errors::{already_open, session_not_found, sessions_full};
+use crate::transport::streamable_http::exchange::StreamLog;
+use crate::transport::streamable_http::session::{
+    AlreadyOpen, Full, LIVE_CAPACITY, STANDALONE, Session, SessionTable,
+};
+use crate::transport::streamable_http::with_session;
 
 /// What a replica's session table shares, and how.
 pub(crate) struct Shared {
@@ -54,6 +61,178 @@ pub(crate) struct Shared {
     pub(crate) ttl: Duration,
     /// Events kept per session (the transport's `event_store_size`).
     pub(crate) max_events: usize,
+}
+
+/// Sessions shared by the replicas of a cluster.
+pub(crate) struct ClusterSessions(Arc<Shared>);
+
+impl ClusterSessions {
+    /// The backend of a table whose sessions live `ttl` unused and keep `max_events`.
+    pub(crate) fn new(cluster: Cluster, ttl: Duration, max_events: usize) -> Self {
+        ClusterSessions(Arc::new(Shared {
+            cluster,
+            ttl,
+            max_events,
+        }))
+    }
+}
+
+impl SessionBackend for ClusterSessions {
+    fn attach(&self, table: Weak<SessionTable>) -> Option<crate::cluster::BusHandler> {
+        let handler: crate::cluster::BusHandler = Arc::new(move |m| {
+            if let Some(table) = table.upgrade() {
+                on_bus(&table, m);
+            }
+        });
+        self.0.cluster.on_message(&handler);
+        Some(handler)
+    }
+
+    fn lookup<'a>(
+        &'a self,
+        table: &'a Arc<SessionTable>,
+        server: &'a Server,
+        id: &'a str,
+        principal: Option<&'a Principal>,
+    ) -> BoxFuture<'a, Result<Arc<Session>, Response>> {
+        Box::pin(lookup(table, server, &self.0, id, principal))
+    }
+
+    fn created<'a>(&'a self, session: &'a Session) -> BoxFuture<'a, Result<(), Response>> {
+        Box::pin(async move {
+            save_new(&self.0, session)
+                .await
+                .map_err(|e| unavailable(&e))
+        })
+    }
+
+    fn deliver<'a>(&'a self, session: &'a Session, message: Message) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            match message {
+                message @ Message::Response(_) => route_answer(session, &self.0, message).await,
+                message => {
+                    let before = snapshot(&session.conn);
+                    let _ = session.conn.handle(message).await;
+                    save_changes(session, &self.0, before).await;
+                }
+            }
+        })
+    }
+
+    fn stream_log(
+        &self,
+        session: &Arc<Session>,
+        live: mpsc::Sender<Bytes>,
+        priming: Option<Duration>,
+        requests: &[Message],
+    ) -> Box<dyn StreamLog> {
+        Box::new(ClusterLog::new(
+            Arc::clone(session),
+            Arc::clone(&self.0),
+            live,
+            priming,
+            requests,
+        ))
+    }
+
+    fn open_get<'a>(
+        &'a self,
+        session: &'a Arc<Session>,
+        last_event_id: Option<&'a str>,
+        priming: Option<Duration>,
+    ) -> BoxFuture<'a, Result<Opened, Response>> {
+        Box::pin(async move {
+            match last_event_id {
+                None => {
+                    let cursor = standalone_cursor(session, &self.0).await;
+                    match session.open_standalone_at(priming, Some(&cursor)) {
+                        Ok(rx) => Ok((rx, true)),
+                        Err(AlreadyOpen) => Err(already_open(session)),
+                    }
+                }
+                Some(text) => {
+                    let Some((stream, pos)) = parse_cursor(text) else {
+                        return Err(bad_request(format!(
+                            "Bad Request: Last-Event-ID {text:?} is not an event id of this server"
+                        )));
+                    };
+                    match resume(session, &self.0, stream, pos).await {
+                        Ok(rx) => Ok((rx, stream == STANDALONE)),
+                        Err(r) => Err(with_session(r, session)),
+                    }
+                }
+            }
+        })
+    }
+
+    fn remove<'a>(
+        &'a self,
+        table: &'a SessionTable,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<(), Response>> {
+        Box::pin(async move {
+            remove(table, &self.0, id)
+                .await
+                .map_err(|e| unavailable(&e))
+        })
+    }
+
+    fn push<'a>(&'a self, session: &'a Session, frame: String) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            // Every replica holding a copy of the session gets the notification; the one
+            // holding its GET stream delivers it.
+            if session.has_live(STANDALONE) {
+                publish(session, &self.0, STANDALONE, &frame, None).await;
+            }
+        })
+    }
+
+    fn keep_alive<'a>(&'a self, busy: Vec<Arc<str>>) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            // A session with a request running or a stream open here stays alive
+            // everywhere, as a local one does.
+            for id in busy {
+                if let Err(e) = self.0.cluster.sessions().touch(&id, self.0.ttl).await {
+                    tracing::warn!(target: "mcp::cluster", error = %e, "could not extend a busy session's life");
+                }
+            }
+        })
+    }
+}
+
+/// What another replica said about a session this one may hold a copy of.
+fn on_bus(table: &SessionTable, message: &BusMessage) {
+    match message {
+        BusMessage::SessionRemoved { session, .. } => {
+            table.remove(session);
+        }
+        BusMessage::SessionChanged {
+            session, change, ..
+        } => {
+            if let Some(s) = table.get_any(session) {
+                apply_change(&s.conn, change);
+            }
+        }
+        BusMessage::Answer { session, frame, .. } => match table.get_any(session) {
+            Some(s) => deliver_routed(&s, frame),
+            None => {
+                tracing::debug!(target: "mcp::cluster", "an answer for a session this replica no longer holds; its question closed with it");
+            }
+        },
+        _ => {}
+    }
+}
+
+/// Brings this replica's copy of a session up to date with the shared record.
+fn apply_record(session: &Session, record: &SessionRecord) {
+    let version = record
+        .version
+        .as_deref()
+        .and_then(|v| v.parse::<ProtocolVersion>().ok());
+    if let Some(v) = version {
+        session.set_version(v);
+    }
+    apply_to_conn(&session.conn, record, version);
 }
 
 /// How often a resumed stream that runs elsewhere is checked for new events.
@@ -79,8 +258,9 @@ pub(crate) fn unavailable(e: &StoreError) -> Response {
 /// The session named by the request, from the shared store, owned by its principal; 404
 /// when it is gone everywhere.
 #[allow(clippy::result_large_err)]
-pub(crate) async fn lookup(
-    app: &App,
+async fn lookup(
+    table: &Arc<SessionTable>,
+    server: &Server,
     shared: &Shared,
     id: &str,
     principal: Option<&Principal>,
@@ -93,7 +273,7 @@ pub(crate) async fn lookup(
         .map_err(|e| unavailable(&e))?;
     let Some(record) = record else {
         // Deleted or expired elsewhere: this replica's copy goes too.
-        app.sessions.remove(id);
+        table.remove(id);
         return Err(session_not_found());
     };
     let owned = match (&record.owner, principal) {
@@ -104,16 +284,17 @@ pub(crate) async fn lookup(
     if !owned {
         return Err(session_not_found());
     }
-    let session = match app.sessions.get(id) {
+    let session = match table.get(id) {
         Some(s) => {
-            s.apply_record(&record);
+            apply_record(&s, &record);
             s
         }
-        None => match app.sessions.rehydrate(&app.server, id, &record) {
-            Ok(s) => s,
-            Err(super::session::Full(max)) => {
-                return Err(super::sessions_full(max));
+        None => match table.rehydrate(server, id, &record) {
+            Ok(s) => {
+                apply_record(&s, &record);
+                s
             }
+            Err(Full(max)) => return Err(sessions_full(max)),
         },
     };
     session.touch();
@@ -723,7 +904,7 @@ pub(crate) async fn resume(
         .await
         .map_err(|e| unavailable(&e))?;
     if replay.events.is_empty() && !replay.finished && running.is_none() && after == "0-0" {
-        return Err(super::bad_request(format!(
+        return Err(bad_request(format!(
             "Bad Request: Last-Event-ID names no stream of this session (stream {stream})"
         )));
     }
@@ -809,7 +990,7 @@ async fn follow(
 }
 
 /// Removes a session everywhere: the store, then every replica's copy.
-pub(crate) async fn remove(app: &App, shared: &Shared, id: &str) -> Result<(), StoreError> {
+async fn remove(table: &SessionTable, shared: &Shared, id: &str) -> Result<(), StoreError> {
     shared.cluster.sessions().remove(id).await?;
     let message = BusMessage::SessionRemoved {
         origin: shared.cluster.replica_id().to_owned(),
@@ -818,7 +999,7 @@ pub(crate) async fn remove(app: &App, shared: &Shared, id: &str) -> Result<(), S
     if let Err(e) = shared.cluster.bus().publish(&message).await {
         tracing::warn!(target: "mcp::cluster", error = %e, "could not tell the other replicas a session ended; their copies end on next use");
     }
-    app.sessions.remove(id);
+    table.remove(id);
     Ok(())
 }
 

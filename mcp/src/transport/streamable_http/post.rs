@@ -1,0 +1,447 @@
+//! A POST, from the era of its body to its answer: a new session (`initialize`), an
+//! existing session, a handshake request without a session, or the stateless revision
+//! ([`super::stateless`]). Requests on a session run through the one exchange driver
+//! ([`super::exchange`]); the session backend decides where their stream goes.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use serde::Deserialize;
+use tokio::sync::{mpsc, oneshot};
+
+use super::errors::{accepted, decode_error, session_not_found, session_required, sessions_full};
+use super::exchange::{Answer, drive};
+use super::session::{self, LIVE_CAPACITY, Session};
+use super::{
+    ANONYMOUS, MaybePrincipal, VERSION_HEADER, lookup, principal_of, session_header, stateless,
+    version_header, with_session,
+};
+use crate::auth::Principal;
+use crate::protocol::inbound::{EraSignals, VersionHeader};
+use crate::protocol::jsonrpc::{Incoming, decode};
+use crate::protocol::{Era, ErrorObject, Message, ProtocolVersion, Request, codes, methods};
+use crate::server::{ConnId, Outbound, Reply, RequestExtras, Transport};
+use crate::transport::http::sse_body::{Stops, sse_response};
+use crate::transport::http::{
+    App, accepts, bad_request, declared_too_large, http_headers, is_json, json_response,
+    payload_too_large, read_body, rpc_error, unsupported_media_type,
+};
+
+/// The path a POST takes.
+#[derive(Debug, PartialEq, Eq)]
+enum Route {
+    /// An existing session.
+    Session(String),
+    /// `initialize` without a session: a new session.
+    Initialize,
+    /// A handshake-era request without a session.
+    Sessionless,
+    /// The stateless 2026-07-28 revision.
+    Stateless,
+}
+
+/// The path a POST without a session takes, from its era ([`EraSignals::era`], the one
+/// place the era is decided): a 2026-07-28 request is stateless; a handshake-era
+/// `initialize` starts a session and any other handshake request is sessionless; an
+/// undecided one (no marker at all, as a client older than the version header sends) is
+/// sessionless when those are served, and otherwise stateless (which then explains what
+/// the request lacks).
+fn classify(session: Option<String>, signals: EraSignals, sessionless: bool) -> Route {
+    if let Some(id) = session {
+        return Route::Session(id);
+    }
+    match signals.era() {
+        Some(Era::Stateless) => Route::Stateless,
+        Some(Era::Handshake) if signals.initialize => Route::Initialize,
+        Some(Era::Handshake) => Route::Sessionless,
+        None if sessionless => Route::Sessionless,
+        None => Route::Stateless,
+    }
+}
+
+/// What the `MCP-Protocol-Version` header says about the era.
+fn version_signal(headers: &HeaderMap) -> VersionHeader {
+    VersionHeader::of(
+        headers
+            .get(&VERSION_HEADER)
+            // A header that is not text names no revision.
+            .map(|v| v.to_str().unwrap_or("")),
+    )
+}
+
+pub(super) async fn post_handler(
+    State(app): State<Arc<App>>,
+    principal: MaybePrincipal,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if !is_json(&headers) {
+        return unsupported_media_type(&headers);
+    }
+    if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            codes::INVALID_REQUEST,
+            "Not Acceptable: the client must accept both application/json and text/event-stream",
+        );
+    }
+    if declared_too_large(&headers, app.max_body) {
+        return payload_too_large(app.max_body);
+    }
+    let bytes = match read_body(body, app.max_body).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let principal = principal_of(principal);
+    let session_id = match session_header(&headers) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    app.watch_shutdown();
+    let incoming = decode(&bytes);
+    let signals = match &incoming {
+        Incoming::Single(Ok(message)) if session_id.is_none() => {
+            EraSignals::of_message(message, version_signal(&headers))
+        }
+        Incoming::Single(Ok(Message::Request(r))) => EraSignals {
+            initialize: r.method == methods::INITIALIZE,
+            ..EraSignals::default()
+        },
+        _ => EraSignals {
+            header: version_signal(&headers),
+            ..EraSignals::default()
+        },
+    };
+    let initialize = signals.initialize;
+    let route = classify(session_id, signals, app.config.sessionless);
+    // What every handshake-era request of this POST carries besides the message.
+    let extras = RequestExtras {
+        sink: None,
+        principal: principal.clone(),
+        era: Some(Era::Handshake),
+        meta: None,
+        headers: Some(http_headers(&headers)),
+    };
+    match route {
+        Route::Session(id) => {
+            if let Err(r) = version_header(&headers) {
+                return r;
+            }
+            let session = match lookup(&app, &id, principal.as_deref()).await {
+                Ok(s) => s,
+                Err(r) => return r,
+            };
+            if initialize {
+                return with_session(
+                    bad_request(
+                        "Bad Request: this session is already initialized; send initialize without Mcp-Session-Id to start a new one",
+                    ),
+                    &session,
+                );
+            }
+            let response = on_session(&app, &session, incoming, extras).await;
+            with_session(response, &session)
+        }
+        Route::Initialize => {
+            let Incoming::Single(Ok(message)) = incoming else {
+                return session_required();
+            };
+            start_session(&app, message, extras).await
+        }
+        Route::Sessionless if app.config.sessionless => sessionless(&app, incoming, extras).await,
+        Route::Sessionless => match incoming {
+            Incoming::Single(Err(e)) => decode_error(&e),
+            _ => session_required(),
+        },
+        Route::Stateless => stateless::post(&app, &headers, incoming, principal).await,
+    }
+}
+
+/// `initialize` without a session: creates one, answers with its id.
+async fn start_session(app: &Arc<App>, message: Message, extras: RequestExtras) -> Response {
+    let session = match app
+        .sessions
+        .create(&app.server, extras.principal.as_deref())
+    {
+        Ok(s) => s,
+        Err(session::Full(max)) => return sessions_full(max),
+    };
+    let _busy = session.busy();
+    let reply = session.conn.handle_with(message, extras).await;
+    let Some(reply) = reply else {
+        app.sessions.remove(&session.id);
+        return accepted();
+    };
+    if reply.error_code().is_some() {
+        // A failed handshake leaves no session behind.
+        app.sessions.remove(&session.id);
+        return json_response(StatusCode::OK, reply.into_frame());
+    }
+    let negotiated = reply
+        .to_value()
+        .pointer("/result/protocolVersion")
+        .and_then(|v| v.as_str())
+        .and_then(|v| v.parse::<ProtocolVersion>().ok());
+    if let Some(v) = negotiated {
+        session.set_version(v);
+    }
+    if let Err(refusal) = session.backend.created(&session).await {
+        // A session the other replicas cannot see would fail on its next request.
+        app.sessions.remove(&session.id);
+        return refusal;
+    }
+    with_session(json_response(StatusCode::OK, reply.into_frame()), &session)
+}
+
+/// A notification, or an answer to the server's own question, on a session: no user code
+/// runs, so it is handled before the 202. With a cluster, an answer is routed to the
+/// replica holding the question, and a change (`initialized`) is saved.
+async fn not_a_request(session: &Session, message: Message) {
+    session.backend.deliver(session, message).await;
+}
+
+/// A POST on an existing session.
+async fn on_session(
+    app: &Arc<App>,
+    session: &Arc<Session>,
+    incoming: Incoming,
+    extras: RequestExtras,
+) -> Response {
+    let _busy = session.busy();
+    match incoming {
+        Incoming::Single(Err(e)) => decode_error(&e),
+        Incoming::Single(Ok(Message::Request(request))) => {
+            if let Some(refusal) = step_up(app, &request, extras.principal.as_deref()) {
+                return refusal;
+            }
+            answer_post(
+                app,
+                session,
+                vec![Message::Request(request)],
+                Vec::new(),
+                false,
+                extras,
+            )
+            .await
+        }
+        Incoming::Single(Ok(message)) => {
+            not_a_request(session, message).await;
+            accepted()
+        }
+        Incoming::Batch(items) => {
+            let version = session.version();
+            if !version.is_some_and(|v| v.allows_batches()) {
+                return bad_request(format!(
+                    "Invalid request: JSON-RPC batches are only part of protocol 2025-03-26; this session negotiated {}",
+                    version.map_or("no version", |v| v.as_str())
+                ));
+            }
+            let mut requests = Vec::new();
+            let mut premade = Vec::new();
+            for item in items {
+                match item {
+                    Ok(Message::Request(r)) if r.method == methods::INITIALIZE => {
+                        premade.push(Reply::error(
+                            Some(&r.id),
+                            &ErrorObject::invalid_request(
+                                "Invalid request: initialize cannot be batched",
+                            ),
+                        ));
+                    }
+                    Ok(m @ Message::Request(_)) => requests.push(m),
+                    Ok(m) => not_a_request(session, m).await,
+                    Err(e) => premade.push(Reply::error(e.id(), &e.to_error())),
+                }
+            }
+            if requests.is_empty() && premade.is_empty() {
+                return accepted();
+            }
+            answer_post(app, session, requests, premade, true, extras).await
+        }
+    }
+}
+
+/// A request without a session, when they are allowed: served on the shared anonymous
+/// connection, which can never be asked anything and gets no progress or logs. Only
+/// requests are dispatched: a notification there (say `notifications/cancelled`) could
+/// otherwise touch another anonymous caller's request.
+async fn sessionless(app: &Arc<App>, incoming: Incoming, extras: RequestExtras) -> Response {
+    match incoming {
+        Incoming::Single(Err(e)) => decode_error(&e),
+        Incoming::Single(Ok(Message::Request(request))) => {
+            if matches!(
+                request.method.as_str(),
+                methods::LOGGING_SET_LEVEL
+                    | methods::RESOURCES_SUBSCRIBE
+                    | methods::RESOURCES_UNSUBSCRIBE
+            ) {
+                return json_response(
+                    StatusCode::BAD_REQUEST,
+                    Reply::error(
+                        Some(&request.id),
+                        &ErrorObject::invalid_request(format!(
+                            "Invalid request: {} changes per-session state and needs a session; send initialize first",
+                            request.method
+                        )),
+                    )
+                    .into_frame(),
+                );
+            }
+            if let Some(refusal) = step_up(app, &request, extras.principal.as_deref()) {
+                return refusal;
+            }
+            let reply = app
+                .server
+                .handle_detached(
+                    &ConnId::new(ANONYMOUS),
+                    Transport::Http,
+                    Message::Request(request),
+                    extras,
+                )
+                .await;
+            match reply {
+                Some(r) => json_response(StatusCode::OK, r.into_frame()),
+                None => accepted(),
+            }
+        }
+        Incoming::Single(Ok(_)) => accepted(),
+        Incoming::Batch(_) => bad_request(
+            "Invalid request: JSON-RPC batches are only part of protocol 2025-03-26 and need a session",
+        ),
+    }
+}
+
+#[derive(Deserialize)]
+struct ToolName {
+    name: String,
+}
+
+/// With bearer auth, a `tools/call` of a tool whose scopes the token lacks is answered with
+/// 403 `insufficient_scope` (so the client can step up) instead of reaching the tool seam.
+pub(super) fn step_up(
+    app: &App,
+    request: &Request,
+    principal: Option<&Principal>,
+) -> Option<Response> {
+    let (Some(auth), Some(principal)) = (&app.bearer, principal) else {
+        return None;
+    };
+    if request.method != methods::TOOLS_CALL {
+        return None;
+    }
+    let name = serde_json::from_str::<ToolName>(request.params.as_ref()?.get())
+        .ok()?
+        .name;
+    let snapshot = app.server.registry().snapshot();
+    let tool = snapshot.tool(&name)?;
+    let needed = auth.missing_for_tool(principal, tool.required_scopes())?;
+    Some(auth.insufficient_scope(&needed))
+}
+
+/// Runs a POST's requests on their own task (a client disconnecting does not cancel
+/// them) through the one exchange driver, and answers with JSON, or with an SSE stream
+/// once the requests produce a message before their responses.
+async fn answer_post(
+    app: &Arc<App>,
+    session: &Arc<Session>,
+    requests: Vec<Message>,
+    premade: Vec<Reply>,
+    batch: bool,
+    extras: RequestExtras,
+) -> Response {
+    let (answer_tx, answer_rx) = oneshot::channel();
+    let (live_tx, live_rx) = mpsc::channel(LIVE_CAPACITY);
+    let priming = session.primes().then_some(app.config.retry);
+    let mut log = session
+        .backend
+        .stream_log(session, live_tx, priming, &requests);
+    let capacity = app.server.config().outbound_capacity;
+    let running = Arc::clone(session);
+    tokio::spawn(async move {
+        let _busy = running.busy();
+        let (sink, rx) = Outbound::channel(capacity);
+        let work = futures::future::join_all(requests.into_iter().map(|m| {
+            running.conn.handle_with(
+                m,
+                RequestExtras {
+                    sink: Some(sink.clone()),
+                    ..extras.clone()
+                },
+            )
+        }));
+        // The requests hold the only senders: the receiver closes when they are done.
+        drop(sink);
+        let stop = Some(running.closed.clone());
+        drive(work, rx, premade, batch, stop, &mut *log, answer_tx).await;
+    });
+    match answer_rx.await {
+        Ok(Answer::Json(reply)) => json_response(StatusCode::OK, reply.into_frame()),
+        Ok(Answer::Nothing) => accepted(),
+        Ok(Answer::Stream) => sse_response(
+            live_rx,
+            app.config.keep_alive,
+            Stops {
+                closed: Some(session.closed.clone()),
+                shutdown: None,
+            },
+            (session.busy(), session.stream_slot_for_request()),
+            Vec::new(),
+        ),
+        Err(_) => session_not_found(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route(
+        session: Option<&str>,
+        initialize: bool,
+        declares_version: bool,
+        header: VersionHeader,
+        sessionless: bool,
+    ) -> Route {
+        let signals = EraSignals {
+            initialize,
+            discover: false,
+            declares_version,
+            header,
+        };
+        classify(session.map(str::to_owned), signals, sessionless)
+    }
+
+    #[test]
+    fn classification_follows_the_era_rules() {
+        use VersionHeader::{Absent, Handshake, Other};
+        // A session wins over everything.
+        for (init, meta, header) in [(false, false, Absent), (true, true, Other)] {
+            assert_eq!(
+                route(Some("s"), init, meta, header, false),
+                Route::Session("s".into())
+            );
+        }
+        // initialize starts a session unless it carries a 2026-07-28 marker.
+        assert_eq!(route(None, true, false, Absent, false), Route::Initialize);
+        assert_eq!(
+            route(None, true, false, Handshake, false),
+            Route::Initialize
+        );
+        assert_eq!(route(None, true, true, Absent, false), Route::Stateless);
+        assert_eq!(route(None, true, false, Other, false), Route::Stateless);
+        // A handshake header without _meta is the handshake era.
+        assert_eq!(
+            route(None, false, false, Handshake, false),
+            Route::Sessionless
+        );
+        // _meta wins over a handshake header (the header then mismatches: -32020).
+        assert_eq!(route(None, false, true, Handshake, false), Route::Stateless);
+        assert_eq!(route(None, false, false, Other, true), Route::Stateless);
+        // No marker at all: stateless, unless sessionless handshake requests are served.
+        assert_eq!(route(None, false, false, Absent, false), Route::Stateless);
+        assert_eq!(route(None, false, false, Absent, true), Route::Sessionless);
+    }
+}
