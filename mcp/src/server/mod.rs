@@ -8,6 +8,7 @@
 //! list_changed) arrives on the queue. Requests run concurrently: one slow tool never delays
 //! another request.
 
+pub(crate) mod batch;
 mod builder;
 mod compat;
 pub(crate) mod completion;
@@ -526,27 +527,18 @@ impl Connection {
         &self,
         items: Vec<Result<Message, crate::protocol::jsonrpc::DecodeError>>,
     ) -> Option<Reply> {
-        let allowed = self.state.version().is_some_and(|v| v.allows_batches());
-        if !allowed {
-            return Some(Reply::error(
-                None,
-                &ErrorObject::invalid_request(
-                    "Invalid request: JSON-RPC batches are only part of protocol 2025-03-26",
-                ),
-            ));
+        if let Err(e) = batch::admit(self.state.version()) {
+            return Some(Reply::error(None, &e));
         }
-        let replies = futures::future::join_all(items.into_iter().map(|item| async move {
-            match item {
-                Ok(Message::Request(r)) if r.method == methods::INITIALIZE => Some(Reply::error(
-                    Some(&r.id),
-                    &ErrorObject::invalid_request("Invalid request: initialize cannot be batched"),
-                )),
-                Ok(message) => self.handle(message).await,
-                Err(e) => Some(Reply::error(e.id(), &e.to_error())),
-            }
-        }))
-        .await;
-        Reply::batch(replies.into_iter().flatten().collect())
+        let sorted = batch::sort(items);
+        for message in sorted.others {
+            self.handle(message).await;
+        }
+        let replies =
+            futures::future::join_all(sorted.requests.into_iter().map(|m| self.handle(m))).await;
+        let mut all = sorted.refused;
+        all.extend(replies.into_iter().flatten());
+        Reply::batch(all)
     }
 }
 

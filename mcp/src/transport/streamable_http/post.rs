@@ -232,30 +232,14 @@ async fn on_session(
             accepted()
         }
         Incoming::Batch(items) => {
-            let version = session.version();
-            if !version.is_some_and(|v| v.allows_batches()) {
-                return bad_request(format!(
-                    "Invalid request: JSON-RPC batches are only part of protocol 2025-03-26; this session negotiated {}",
-                    version.map_or("no version", |v| v.as_str())
-                ));
+            if let Err(e) = crate::server::batch::admit(session.version()) {
+                return bad_request(e.message);
             }
-            let mut requests = Vec::new();
-            let mut premade = Vec::new();
-            for item in items {
-                match item {
-                    Ok(Message::Request(r)) if r.method == methods::INITIALIZE => {
-                        premade.push(Reply::error(
-                            Some(&r.id),
-                            &ErrorObject::invalid_request(
-                                "Invalid request: initialize cannot be batched",
-                            ),
-                        ));
-                    }
-                    Ok(m @ Message::Request(_)) => requests.push(m),
-                    Ok(m) => not_a_request(session, m).await,
-                    Err(e) => premade.push(Reply::error(e.id(), &e.to_error())),
-                }
+            let sorted = crate::server::batch::sort(items);
+            for m in sorted.others {
+                not_a_request(session, m).await;
             }
+            let (requests, premade) = (sorted.requests, sorted.refused);
             if requests.is_empty() && premade.is_empty() {
                 return accepted();
             }
