@@ -58,7 +58,8 @@ fn context_for_test() -> auth::AuthContext {
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(server.handle_message(
+    rt.block_on(mcp::testing::handle_message(
+        &server,
         &ConnId::new("probe"),
         Message::request(
             1,
@@ -312,29 +313,29 @@ async fn a_connection_without_a_transport_gets_the_servers_declared_transport() 
         .build()
         .unwrap();
     let id = ConnId::new("in-process");
-    server
-        .handle_message(
-            &id,
-            Message::request(
-                1,
-                "initialize",
-                json!({"protocolVersion": "2025-06-18", "capabilities": {},
+    mcp::testing::handle_message(
+        &server,
+        &id,
+        Message::request(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
                        "clientInfo": {"name": "evil", "version": "1", "transport": "stdio"}}),
-            ),
-        )
-        .await
-        .unwrap();
-    let reply = server
-        .handle_message(
-            &id,
-            Message::request(
-                2,
-                "tools/call",
-                json!({"name": "add", "arguments": {"a": 1, "b": 1}}),
-            ),
-        )
-        .await
-        .unwrap();
+        ),
+    )
+    .await
+    .unwrap();
+    let reply = mcp::testing::handle_message(
+        &server,
+        &id,
+        Message::request(
+            2,
+            "tools/call",
+            json!({"name": "add", "arguments": {"a": 1, "b": 1}}),
+        ),
+    )
+    .await
+    .unwrap();
     assert_eq!(reply.to_value()["result"]["content"][0]["text"], "2");
     assert_eq!(
         *seen.lock(),
@@ -404,23 +405,23 @@ async fn tools_list_ask_needs_a_live_transport_to_be_listed() {
     // cannot be asked, so the Ask'd tool stays hidden from it.
     let server = listing_server(Some(listing_policy()));
     let id = ConnId::new("no-transport");
-    server
-        .handle_message(
-            &id,
-            Message::request(
-                1,
-                "initialize",
-                json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+    mcp::testing::handle_message(
+        &server,
+        &id,
+        Message::request(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
                        "clientInfo": {"name": "c", "version": "1"}}),
-            ),
-        )
-        .await
-        .unwrap();
-    let reply = server
-        .handle_message(&id, Message::request(2, "tools/list", json!({})))
-        .await
-        .unwrap()
-        .to_value();
+        ),
+    )
+    .await
+    .unwrap();
+    let reply =
+        mcp::testing::handle_message(&server, &id, Message::request(2, "tools/list", json!({})))
+            .await
+            .unwrap()
+            .to_value();
     let names: Vec<&str> = reply["result"]["tools"]
         .as_array()
         .unwrap()

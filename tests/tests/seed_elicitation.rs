@@ -91,21 +91,22 @@ async fn with_the_capability_but_no_transport_the_ask_is_a_deny() {
     let runs = Runs::new();
     let server = server(&runs);
     let id = ConnId::new("detached");
-    server
-        .handle_message(
-            &id,
-            Message::request(
-                1,
-                "initialize",
-                json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+    mcp::testing::handle_message(
+        &server,
+        &id,
+        Message::request(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
                        "clientInfo": {"name": "c", "version": "1"}}),
-            ),
-        )
-        .await
-        .unwrap();
+        ),
+    )
+    .await
+    .unwrap();
     let reply = tokio::time::timeout(
         Duration::from_secs(2),
-        server.handle_message(
+        mcp::testing::handle_message(
+            &server,
             &id,
             Message::request(2, "tools/call", json!({"name": "spend"})),
         ),
@@ -462,18 +463,18 @@ fn capped(runs: &Runs, max: usize) -> (Server, Events) {
 }
 
 async fn orphan(server: &Server, id: &str) {
-    let reply = server
-        .handle_message(
-            &ConnId::new(id),
-            Message::request(
-                1,
-                "initialize",
-                json!({"protocolVersion": "2025-11-25",
+    let reply = mcp::testing::handle_message(
+        &server,
+        &ConnId::new(id),
+        Message::request(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25",
                 "capabilities": {"elicitation": {}}, "clientInfo": {"name": id, "version": "1"}}),
-            ),
-        )
-        .await
-        .expect("initialize answers");
+        ),
+    )
+    .await
+    .expect("initialize answers");
     assert!(reply.error_code().is_none());
 }
 

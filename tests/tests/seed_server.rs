@@ -400,7 +400,8 @@ async fn a_caller_that_stops_waiting_drops_the_handler() {
     let server = basic().tool(gate.tool("stuck")).build().unwrap();
     let waited = tokio::time::timeout(
         Duration::from_millis(50),
-        server.handle_message(
+        mcp::testing::handle_message(
+            &server,
             &ConnId::new("impatient"),
             Message::request(1, "tools/call", json!({"name": "stuck"})),
         ),

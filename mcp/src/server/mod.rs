@@ -210,24 +210,8 @@ impl Server {
         Connection {
             server: self.clone(),
             state,
-            token,
+            attachment: Attachment::Attached(token),
         }
-    }
-
-    /// Handles a decoded message for connection `id` that may have no transport attached
-    /// (such a connection can make ordinary requests but can never be asked anything).
-    pub async fn handle_message(&self, id: &ConnId, message: Message) -> Option<Reply> {
-        let state = self.inner.conns.get_or_create(id);
-        let sink = state.outbound();
-        self.dispatch(
-            &state,
-            message,
-            RequestExtras {
-                sink,
-                ..Default::default()
-            },
-        )
-        .await
     }
 
     /// Ends every open `subscriptions/listen` stream gracefully (its final result is sent).
@@ -236,34 +220,32 @@ impl Server {
         self.inner.shutdown.cancel();
     }
 
-    /// Handles a message for connection `id` that has no transport attached, declared to
-    /// arrive on `transport`, with the request's `extras` (its own sink, the principal of a
-    /// verified token, the era the transport decided). Network transports use it for
-    /// callers without a session: such a connection has no live transport, so the server
-    /// never sends it a request (elicitation, sampling, roots) whatever sink the request
-    /// brings, and the policies see the transport it really came from.
+    /// A connection for callers without one (a network request outside any session),
+    /// declared to arrive on `transport`. It has no live transport, so the server never
+    /// sends it a request (elicitation, sampling, roots) whatever sink a request brings,
+    /// and the policies see the transport it really came from.
     ///
-    /// Each call gets state of its own, outside the connection table, dropped when the call
-    /// ends: calls that share `id` share nothing, so one caller's load never counts against
-    /// another's per-connection limits and a full table never evicts a call in progress.
-    pub async fn handle_detached(
-        &self,
-        id: &ConnId,
-        transport: Transport,
-        message: Message,
-        extras: RequestExtras,
-    ) -> Option<Reply> {
-        /// Closes the call's state however the call ends (answered, or its future dropped
-        /// because the client went away): work the handler handed off sees
-        /// `Ctx::cancelled` fire.
-        struct CloseOnDrop(Arc<ConnState>);
-        impl Drop for CloseOnDrop {
-            fn drop(&mut self) {
-                self.0.close();
-            }
+    /// Its state is its own, outside the connection table, and closed when the returned
+    /// [`Connection`] is dropped (answered, or dropped because the client went away: work a
+    /// handler handed off sees `Ctx::cancelled` fire). Connections that share `id` share
+    /// nothing, so one caller's load never counts against another's per-connection limits
+    /// and a full table never evicts a call in progress.
+    pub fn detached(&self, id: &ConnId, transport: Transport) -> Connection {
+        Connection {
+            server: self.clone(),
+            state: self.inner.conns.detached(id, transport),
+            attachment: Attachment::Detached,
         }
-        let state = CloseOnDrop(self.inner.conns.detached(id, transport));
-        self.dispatch(&state.0, message, extras).await
+    }
+
+    /// A connection for `id` kept in the table without a transport (an in-process caller):
+    /// what an earlier message on `id` recorded is kept, and it is never asked anything.
+    pub(crate) fn unattached(&self, id: &ConnId) -> Connection {
+        Connection {
+            server: self.clone(),
+            state: self.inner.conns.get_or_create(id),
+            attachment: Attachment::Kept,
+        }
     }
 
     /// Sends a notification to every connection with a live transport. A
@@ -409,11 +391,24 @@ impl Ctx {
     }
 }
 
-/// One client's attachment to the server, held by its transport.
+/// One client's attachment to the server, held by its transport: the dispatcher's one
+/// entry point. Every transport (stdio, Streamable HTTP sessions and stateless requests,
+/// legacy SSE, `TestClient`) hands its messages to a `Connection`, which dispatches them
+/// through the same pipeline.
 pub struct Connection {
     server: Server,
     state: Arc<ConnState>,
-    token: u64,
+    attachment: Attachment,
+}
+
+/// What dropping a [`Connection`] does to its state.
+enum Attachment {
+    /// A transport attached with this token: dropping detaches it.
+    Attached(u64),
+    /// State of its own, outside the table: dropping closes it.
+    Detached,
+    /// State kept in the table for an in-process caller: dropping leaves it.
+    Kept,
 }
 
 impl fmt::Debug for Connection {
@@ -506,7 +501,11 @@ impl Connection {
     /// cancelled (no response is sent), parked questions close, and the server forgets the
     /// connection. For a transport whose client is gone while tasks still hold a handle.
     pub fn close(&self) {
-        self.server.inner.conns.detach(&self.state.id, self.token);
+        match self.attachment {
+            Attachment::Attached(token) => self.server.inner.conns.detach(&self.state.id, token),
+            Attachment::Detached => self.state.close(),
+            Attachment::Kept => {}
+        }
     }
 
     /// Closes every question this connection has parked and refuses new ones: the client
@@ -544,7 +543,7 @@ impl Connection {
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        self.server.inner.conns.detach(&self.state.id, self.token);
+        self.close();
     }
 }
 

@@ -293,3 +293,14 @@ impl TestClient {
         serde_json::from_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
     }
 }
+
+/// Handles one message for connection `id` with no transport attached, as an in-process
+/// caller would send it: the connection's state stays in the server's table between calls
+/// (an `initialize` is remembered), and it can never be asked anything.
+pub async fn handle_message(
+    server: &Server,
+    id: &ConnId,
+    message: crate::protocol::Message,
+) -> Option<crate::server::Reply> {
+    server.unattached(id).handle(message).await
+}

@@ -279,12 +279,8 @@ async fn sessionless(app: &Arc<App>, incoming: Incoming, extras: RequestExtras) 
             }
             let reply = app
                 .server
-                .handle_detached(
-                    &ConnId::new(ANONYMOUS),
-                    Transport::Http,
-                    Message::Request(request),
-                    extras,
-                )
+                .detached(&ConnId::new(ANONYMOUS), Transport::Http)
+                .handle_with(Message::Request(request), extras)
                 .await;
             match reply {
                 Some(r) => json_response(StatusCode::OK, r.into_frame()),

@@ -58,7 +58,7 @@ use crate::transport::http::sse_body::{Stops, message_event, sse_response};
 use crate::transport::http::{App, bad_request, http_headers, json_response};
 
 /// The connection id every stateless request is served under (each with state of its own,
-/// see [`crate::Server::handle_detached`]). It never has a transport
+/// see [`crate::Server::detached`]). It never has a transport
 /// attached: the server keeps nothing about a caller between requests and never asks it
 /// anything outside a result.
 const STATELESS: &str = "http-stateless";
@@ -258,9 +258,8 @@ async fn exchange(
     let conn = ConnId::new(STATELESS);
     let work = async {
         let reply = server
-            .handle_detached(
-                &conn,
-                Transport::Http,
+            .detached(&conn, Transport::Http)
+            .handle_with(
                 Message::Request(request),
                 RequestExtras {
                     sink: Some(sink),
