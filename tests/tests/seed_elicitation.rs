@@ -464,7 +464,7 @@ fn capped(runs: &Runs, max: usize) -> (Server, Events) {
 
 async fn orphan(server: &Server, id: &str) {
     let reply = mcp::testing::handle_message(
-        &server,
+        server,
         &ConnId::new(id),
         Message::request(
             1,
