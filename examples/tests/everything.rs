@@ -737,7 +737,7 @@ async fn the_handshake_era_fixtures_over_pipes_and_socket_pairs() {
 }
 
 /// `params` with the 2026-07-28 per-request `_meta`.
-fn modern(mut params: Value, capabilities: Value) -> Value {
+fn stateless(mut params: Value, capabilities: Value) -> Value {
     let meta = params
         .as_object_mut()
         .unwrap()
@@ -755,12 +755,12 @@ fn all_caps() -> Value {
 }
 
 /// A 2026-07-28 tools/call with the suite's capabilities.
-async fn call_modern(s: &mut StdioServer, name: &str, extra: Value) -> Value {
+async fn call_stateless(s: &mut StdioServer, name: &str, extra: Value) -> Value {
     let mut params = json!({"name": name, "arguments": {}});
     if let (Some(p), Value::Object(extra)) = (params.as_object_mut(), extra) {
         p.extend(extra);
     }
-    s.request("tools/call", modern(params, all_caps())).await
+    s.request("tools/call", stateless(params, all_caps())).await
 }
 
 fn accept(content: Value) -> Value {
@@ -794,7 +794,7 @@ async fn stateless_session(wiring: Wiring) {
     s.set_version("2026-07-28");
 
     let d = s
-        .request("server/discover", modern(json!({}), json!({})))
+        .request("server/discover", stateless(json!({}), json!({})))
         .await;
     assert_eq!(d["result"]["supportedVersions"], json!(["2026-07-28"]));
     assert_eq!(d["result"]["capabilities"]["tools"]["listChanged"], true);
@@ -804,7 +804,9 @@ async fn stateless_session(wiring: Wiring) {
         "{d}"
     );
 
-    let tools = s.request("tools/list", modern(json!({}), json!({}))).await;
+    let tools = s
+        .request("tools/list", stateless(json!({}), json!({})))
+        .await;
     assert_eq!(tools["result"]["resultType"], "complete");
     let tool_names = names(&tools, "tools");
     for expected in [
@@ -822,20 +824,22 @@ async fn stateless_session(wiring: Wiring) {
     }
     // Same order, three times.
     for _ in 0..2 {
-        let again = s.request("tools/list", modern(json!({}), json!({}))).await;
+        let again = s
+            .request("tools/list", stateless(json!({}), json!({})))
+            .await;
         assert_eq!(names(&again, "tools"), tool_names);
     }
     let prompts = s
-        .request("prompts/list", modern(json!({}), json!({})))
+        .request("prompts/list", stateless(json!({}), json!({})))
         .await;
     assert!(names(&prompts, "prompts").contains(&"test_input_required_result_prompt".to_owned()));
 
     // Content and progress on this era.
-    let r = call_modern(&mut s, "test_image_content", json!({})).await;
+    let r = call_stateless(&mut s, "test_image_content", json!({})).await;
     assert_eq!(r["result"]["resultType"], "complete");
     assert_eq!(r["result"]["content"][0]["type"], "image");
     let before = s.received.len();
-    let r = call_modern(
+    let r = call_stateless(
         &mut s,
         "test_tool_with_progress",
         json!({"_meta": {"progressToken": 7}}),
@@ -850,14 +854,14 @@ async fn stateless_session(wiring: Wiring) {
 
     // Logs only when the request named a level.
     let before = s.received.len();
-    call_modern(&mut s, "test_logging_tool", json!({})).await;
+    call_stateless(&mut s, "test_logging_tool", json!({})).await;
     assert!(
         !s.received[before..]
             .iter()
             .any(|m| m["method"] == "notifications/message")
     );
     let before = s.received.len();
-    call_modern(
+    call_stateless(
         &mut s,
         "test_logging_tool",
         json!({"_meta": {"io.modelcontextprotocol/logLevel": "debug"}}),
@@ -873,7 +877,7 @@ async fn stateless_session(wiring: Wiring) {
     let r = s
         .request(
             "tools/call",
-            modern(
+            stateless(
                 json!({"name": "test_missing_capability", "arguments": {}}),
                 json!({}),
             ),
@@ -884,11 +888,11 @@ async fn stateless_session(wiring: Wiring) {
         r["error"]["data"]["requiredCapabilities"],
         json!({"sampling": {}})
     );
-    let r = call_modern(&mut s, "test_missing_capability", json!({})).await;
+    let r = call_stateless(&mut s, "test_missing_capability", json!({})).await;
     assert_eq!(text(&r["result"]), "Success: the client declared sampling");
 
     // Elicitation in two rounds.
-    let r1 = call_modern(&mut s, "test_input_required_result_elicitation", json!({})).await;
+    let r1 = call_stateless(&mut s, "test_input_required_result_elicitation", json!({})).await;
     assert_eq!(r1["result"]["resultType"], "input_required");
     let question = &r1["result"]["inputRequests"]["user_name"];
     assert_eq!(question["method"], "elicitation/create");
@@ -897,7 +901,7 @@ async fn stateless_session(wiring: Wiring) {
         question["params"]["requestedSchema"]["required"],
         json!(["name"])
     );
-    let r2 = call_modern(
+    let r2 = call_stateless(
         &mut s,
         "test_input_required_result_elicitation",
         json!({"inputResponses": {"user_name": accept(json!({"name": "Alice"}))},
@@ -908,7 +912,7 @@ async fn stateless_session(wiring: Wiring) {
     assert_eq!(text(&r2["result"]), "Hello, Alice!");
     // Answers without the state, extra keys ignored; a wrong key or a malformed answer is
     // asked again; a null inputResponses is an error.
-    let r = call_modern(
+    let r = call_stateless(
         &mut s,
         "test_input_required_result_elicitation",
         json!({"inputResponses": {"user_name": accept(json!({"name": "Bo"})), "unknown_extra_key": accept(json!({"foo": "bar"}))}}),
@@ -919,7 +923,7 @@ async fn stateless_session(wiring: Wiring) {
         json!({"wrong_key": accept(json!({"data": "x"}))}),
         json!({"user_name": 12345}),
     ] {
-        let r = call_modern(
+        let r = call_stateless(
             &mut s,
             "test_input_required_result_elicitation",
             json!({"inputResponses": responses}),
@@ -928,7 +932,7 @@ async fn stateless_session(wiring: Wiring) {
         assert_eq!(r["result"]["resultType"], "input_required", "{r}");
     }
     s.send(json!({"jsonrpc": "2.0", "id": "null-responses", "method": "tools/call",
-                  "params": modern(json!({"name": "test_input_required_result_elicitation", "arguments": {}, "inputResponses": null}), all_caps())}))
+                  "params": stateless(json!({"name": "test_input_required_result_elicitation", "arguments": {}, "inputResponses": null}), all_caps())}))
         .await;
     let r = response_to(&mut s, "null-responses").await;
     assert!(
@@ -937,13 +941,13 @@ async fn stateless_session(wiring: Wiring) {
     );
 
     // Sampling and roots.
-    let r1 = call_modern(&mut s, "test_input_required_result_sampling", json!({})).await;
+    let r1 = call_stateless(&mut s, "test_input_required_result_sampling", json!({})).await;
     let q = &r1["result"]["inputRequests"]["capital_question"];
     assert_eq!(
         (q["method"].as_str(), q["params"]["maxTokens"].as_u64()),
         (Some("sampling/createMessage"), Some(100))
     );
-    let r2 = call_modern(
+    let r2 = call_stateless(
         &mut s,
         "test_input_required_result_sampling",
         json!({"inputResponses": {"capital_question": {"role": "assistant", "content": {"type": "text", "text": "Paris"}, "model": "m", "stopReason": "endTurn"}},
@@ -951,12 +955,12 @@ async fn stateless_session(wiring: Wiring) {
     )
     .await;
     assert_eq!(text(&r2["result"]), "Sampling result: Paris");
-    let r1 = call_modern(&mut s, "test_input_required_result_list_roots", json!({})).await;
+    let r1 = call_stateless(&mut s, "test_input_required_result_list_roots", json!({})).await;
     assert_eq!(
         r1["result"]["inputRequests"]["client_roots"]["method"],
         "roots/list"
     );
-    let r2 = call_modern(
+    let r2 = call_stateless(
         &mut s,
         "test_input_required_result_list_roots",
         json!({"inputResponses": {"client_roots": {"roots": [{"uri": "file:///test/root", "name": "Test Root"}]}},
@@ -966,7 +970,7 @@ async fn stateless_session(wiring: Wiring) {
     assert_eq!(text(&r2["result"]), "Found 1 root(s): file:///test/root");
 
     // Request state carried and checked.
-    let r1 = call_modern(
+    let r1 = call_stateless(
         &mut s,
         "test_input_required_result_request_state",
         json!({}),
@@ -974,7 +978,7 @@ async fn stateless_session(wiring: Wiring) {
     .await;
     assert!(r1["result"]["requestState"].is_string());
     assert!(r1["result"]["inputRequests"]["confirm"].is_object());
-    let r2 = call_modern(
+    let r2 = call_stateless(
         &mut s,
         "test_input_required_result_request_state",
         json!({"inputResponses": {"confirm": accept(json!({"ok": true}))}, "requestState": r1["result"]["requestState"]}),
@@ -983,7 +987,7 @@ async fn stateless_session(wiring: Wiring) {
     assert!(text(&r2["result"]).starts_with("state-ok"), "{r2}");
 
     // Three questions in one round.
-    let r1 = call_modern(
+    let r1 = call_stateless(
         &mut s,
         "test_input_required_result_multiple_inputs",
         json!({}),
@@ -993,7 +997,7 @@ async fn stateless_session(wiring: Wiring) {
     let mut keys: Vec<&str> = asked.keys().map(String::as_str).collect();
     keys.sort();
     assert_eq!(keys, ["client_roots", "greeting", "user_name"]);
-    let r2 = call_modern(
+    let r2 = call_stateless(
         &mut s,
         "test_input_required_result_multiple_inputs",
         json!({"inputResponses": {
@@ -1009,9 +1013,9 @@ async fn stateless_session(wiring: Wiring) {
     );
 
     // Three rounds, the state changing each time.
-    let r1 = call_modern(&mut s, "test_input_required_result_multi_round", json!({})).await;
+    let r1 = call_stateless(&mut s, "test_input_required_result_multi_round", json!({})).await;
     assert!(r1["result"]["inputRequests"]["step1"].is_object());
-    let r2 = call_modern(
+    let r2 = call_stateless(
         &mut s,
         "test_input_required_result_multi_round",
         json!({"inputResponses": {"step1": accept(json!({"name": "Alice"}))}, "requestState": r1["result"]["requestState"]}),
@@ -1019,7 +1023,7 @@ async fn stateless_session(wiring: Wiring) {
     .await;
     assert!(r2["result"]["inputRequests"]["step2"].is_object(), "{r2}");
     assert_ne!(r2["result"]["requestState"], r1["result"]["requestState"]);
-    let r3 = call_modern(
+    let r3 = call_stateless(
         &mut s,
         "test_input_required_result_multi_round",
         json!({"inputResponses": {"step2": accept(json!({"color": "blue"}))}, "requestState": r2["result"]["requestState"]}),
@@ -1031,7 +1035,7 @@ async fn stateless_session(wiring: Wiring) {
     );
 
     // Tampered state is refused.
-    let r1 = call_modern(
+    let r1 = call_stateless(
         &mut s,
         "test_input_required_result_tampered_state",
         json!({}),
@@ -1041,7 +1045,7 @@ async fn stateless_session(wiring: Wiring) {
         "{}-TAMPERED",
         r1["result"]["requestState"].as_str().unwrap()
     );
-    let r2 = call_modern(
+    let r2 = call_stateless(
         &mut s,
         "test_input_required_result_tampered_state",
         json!({"inputResponses": {"confirm": accept(json!({"ok": true}))}, "requestState": tampered}),
@@ -1053,7 +1057,7 @@ async fn stateless_session(wiring: Wiring) {
     let r = s
         .request(
             "tools/call",
-            modern(
+            stateless(
                 json!({"name": "test_input_required_result_capabilities", "arguments": {}}),
                 json!({"sampling": {}}),
             ),
@@ -1070,7 +1074,7 @@ async fn stateless_session(wiring: Wiring) {
     let r = s
         .request(
             "tools/call",
-            modern(
+            stateless(
                 json!({"name": "test_streaming_elicitation", "arguments": {}}),
                 json!({"elicitation": {}}),
             ),
@@ -1087,7 +1091,7 @@ async fn stateless_session(wiring: Wiring) {
     let r1 = s
         .request(
             "prompts/get",
-            modern(
+            stateless(
                 json!({"name": "test_input_required_result_prompt"}),
                 all_caps(),
             ),
@@ -1100,7 +1104,7 @@ async fn stateless_session(wiring: Wiring) {
     let r2 = s
         .request(
             "prompts/get",
-            modern(
+            stateless(
                 json!({"name": "test_input_required_result_prompt",
                        "inputResponses": {"user_context": accept(json!({"context": "test context"}))},
                        "requestState": r1["result"]["requestState"]}),
@@ -1117,7 +1121,7 @@ async fn stateless_session(wiring: Wiring) {
     let r = s
         .request(
             "resources/read",
-            modern(json!({"uri": "test://static-text"}), json!({})),
+            stateless(json!({"uri": "test://static-text"}), json!({})),
         )
         .await;
     assert!(
@@ -1127,7 +1131,7 @@ async fn stateless_session(wiring: Wiring) {
     let r = s
         .request(
             "resources/read",
-            modern(
+            stateless(
                 json!({"uri": "test://nonexistent-resource-for-conformance-testing"}),
                 json!({}),
             ),
@@ -1141,7 +1145,7 @@ async fn stateless_session(wiring: Wiring) {
     let r = s
         .request(
             "completion/complete",
-            modern(
+            stateless(
                 json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
                           "argument": {"name": "arg1", "value": ""}}),
                 json!({}),
@@ -1155,13 +1159,13 @@ async fn stateless_session(wiring: Wiring) {
 
     // Handshake-only methods do not exist on this era.
     for method in ["ping", "logging/setLevel", "resources/subscribe"] {
-        let r = s.request(method, modern(json!({}), json!({}))).await;
+        let r = s.request(method, stateless(json!({}), json!({}))).await;
         assert_eq!(r["error"]["code"], -32601, "{method}: {r}");
     }
 
     // Listen streams get only what they asked for.
     s.send(json!({"jsonrpc": "2.0", "id": "prompts-only", "method": "subscriptions/listen",
-                  "params": modern(json!({"notifications": {"promptsListChanged": true}}), json!({}))}))
+                  "params": stateless(json!({"notifications": {"promptsListChanged": true}}), json!({}))}))
         .await;
     let ack = next_with_method(&mut s).await;
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
@@ -1170,7 +1174,7 @@ async fn stateless_session(wiring: Wiring) {
         "prompts-only"
     );
     s.send(json!({"jsonrpc": "2.0", "id": "tools", "method": "subscriptions/listen",
-                  "params": modern(json!({"notifications": {"toolsListChanged": true}}), json!({}))}))
+                  "params": stateless(json!({"notifications": {"toolsListChanged": true}}), json!({}))}))
         .await;
     let ack = next_with_method(&mut s).await;
     assert_eq!(
@@ -1180,7 +1184,7 @@ async fn stateless_session(wiring: Wiring) {
     let r = s
         .request(
             "tools/call",
-            modern(
+            stateless(
                 json!({"name": "test_trigger_tool_change", "arguments": {}}),
                 json!({}),
             ),

@@ -11,7 +11,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use mcp_tests::http::{McpHttp, ModernHttp, SseReader, plain_client};
+use mcp_tests::http::{McpHttp, SseReader, StatelessHttp, plain_client};
 use serde_json::{Value, json};
 
 const QUICKSTART: &str = env!("CARGO_BIN_EXE_quickstart");
@@ -154,13 +154,15 @@ async fn quickstart_serves_both_eras_over_http() {
     );
 
     // The stateless revision: no handshake, every request on its own.
-    let modern = ModernHttp::new(server.url("/mcp"));
-    let discovered = modern.request(json!(1), "server/discover", json!({})).await;
+    let stateless = StatelessHttp::new(server.url("/mcp"));
+    let discovered = stateless
+        .request(json!(1), "server/discover", json!({}))
+        .await;
     assert_eq!(
         discovered["result"]["supportedVersions"],
         json!(["2026-07-28"])
     );
-    let sum = modern
+    let sum = stateless
         .request(
             json!(2),
             "tools/call",
@@ -168,7 +170,7 @@ async fn quickstart_serves_both_eras_over_http() {
         )
         .await;
     assert_eq!(sum["result"]["content"][0]["text"], "42");
-    let counted = modern
+    let counted = stateless
         .exchange(
             json!(3),
             "tools/call",
@@ -236,8 +238,8 @@ async fn the_legacy_sse_transport_beside_http_or_alone() {
             .await
             .starts_with("/messages?sessionId=")
     );
-    let modern = ModernHttp::new(beside.url("/mcp"));
-    modern.request(json!(1), "tools/list", json!({})).await;
+    let stateless = StatelessHttp::new(beside.url("/mcp"));
+    stateless.request(json!(1), "tools/list", json!({})).await;
     assert!(beside.stop().0);
 
     let alone = Listening::start(QUICKSTART, &["--transport", "sse"], &[(LIFT, "1")]);
@@ -340,8 +342,8 @@ async fn the_opt_out_boots_and_warns_naming_the_setting_and_what_is_unguarded() 
         ),
     ] {
         let server = Listening::start(QUICKSTART, &args, &env);
-        let modern = ModernHttp::new(server.url("/mcp"));
-        let sum = modern
+        let stateless = StatelessHttp::new(server.url("/mcp"));
+        let sum = stateless
             .request(
                 json!(1),
                 "tools/call",
@@ -427,7 +429,7 @@ async fn a_lifted_guard_serves_loopback_only_unless_a_second_setting_says_otherw
         all.extend(extra);
         let server = Listening::start_as(QUICKSTART, &all, &env);
         let url = format!("http://127.0.0.1:{}/mcp", server.addr.port());
-        let sum = ModernHttp::new(url)
+        let sum = StatelessHttp::new(url)
             .request(
                 json!(1),
                 "tools/call",
@@ -455,7 +457,7 @@ async fn port_is_a_loopback_shorthand_that_conflicts_with_bind() {
         &[],
     );
     assert!(server.addr.ip().is_loopback(), "{}", server.addr);
-    let sum = ModernHttp::new(server.url("/mcp"))
+    let sum = StatelessHttp::new(server.url("/mcp"))
         .request(
             json!(1),
             "tools/call",
@@ -494,7 +496,7 @@ async fn files_asks_before_deleting_over_http() {
         &["--root", &root, "--transport", "http"],
         &[(LIFT, "1")],
     );
-    let c = ModernHttp::new(server.url("/mcp")).with_capabilities(json!({"elicitation": {}}));
+    let c = StatelessHttp::new(server.url("/mcp")).with_capabilities(json!({"elicitation": {}}));
     let read = c
         .request(
             json!(1),

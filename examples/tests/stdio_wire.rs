@@ -262,7 +262,7 @@ async fn stdin_eof_exits_promptly_and_closes_parked_calls() {
     assert!(started.elapsed() < Duration::from_secs(2));
 }
 
-fn modern(mut params: Value, capabilities: Value) -> Value {
+fn stateless(mut params: Value, capabilities: Value) -> Value {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": capabilities,
@@ -270,12 +270,12 @@ fn modern(mut params: Value, capabilities: Value) -> Value {
     params
 }
 
-async fn modern_session(wiring: Wiring) {
+async fn stateless_session(wiring: Wiring) {
     let mut s = spawn(wiring);
     s.set_version("2026-07-28");
     let caps = json!({"elicitation": {}});
     let discover = s
-        .request("server/discover", modern(json!({}), caps.clone()))
+        .request("server/discover", stateless(json!({}), caps.clone()))
         .await;
     assert_eq!(
         discover["result"]["supportedVersions"],
@@ -283,13 +283,13 @@ async fn modern_session(wiring: Wiring) {
     );
 
     let tools = s
-        .request("tools/list", modern(json!({}), caps.clone()))
+        .request("tools/list", stateless(json!({}), caps.clone()))
         .await;
     assert_eq!(tools["result"]["resultType"], "complete");
 
     // A listen stream for one note's updates, then a change to that note.
     s.send(json!({"jsonrpc": "2.0", "id": "listen", "method": "subscriptions/listen",
-                  "params": modern(json!({"notifications": {"resourceSubscriptions": ["note://n"]}}), caps.clone())}))
+                  "params": stateless(json!({"notifications": {"resourceSubscriptions": ["note://n"]}}), caps.clone())}))
         .await;
     assert_eq!(
         s.recv().await["method"],
@@ -298,7 +298,7 @@ async fn modern_session(wiring: Wiring) {
     let saved = s
         .request(
             "tools/call",
-            modern(
+            stateless(
                 json!({"name": "add_note", "arguments": {"id": "n", "text": "t"}}),
                 caps.clone(),
             ),
@@ -320,7 +320,7 @@ async fn modern_session(wiring: Wiring) {
     let ask = s
         .request(
             "tools/call",
-            modern(
+            stateless(
                 json!({"name": "delete_note", "arguments": {"id": "n"}}),
                 caps.clone(),
             ),
@@ -330,7 +330,7 @@ async fn modern_session(wiring: Wiring) {
     let approved = s
         .request(
             "tools/call",
-            modern(
+            stateless(
                 json!({"name": "delete_note", "arguments": {"id": "n"},
                        "requestState": ask["result"]["requestState"],
                        "inputResponses": {"mcp.approve": {"action": "accept", "content": {"approve": true}}}}),
@@ -343,7 +343,7 @@ async fn modern_session(wiring: Wiring) {
     let missing = s
         .request(
             "resources/read",
-            modern(json!({"uri": "note://n"}), caps.clone()),
+            stateless(json!({"uri": "note://n"}), caps.clone()),
         )
         .await;
     assert_eq!(missing["error"]["code"], -32602);
@@ -364,6 +364,6 @@ async fn modern_session(wiring: Wiring) {
 
 #[tokio::test]
 async fn the_2026_07_28_revision_over_pipes_and_socket_pairs() {
-    modern_session(Wiring::Pipes).await;
-    modern_session(Wiring::SocketPair).await;
+    stateless_session(Wiring::Pipes).await;
+    stateless_session(Wiring::SocketPair).await;
 }

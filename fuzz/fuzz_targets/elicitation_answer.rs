@@ -114,11 +114,11 @@ fn handshake(text: &str, version: &str) {
     });
 }
 
-fn modern(text: &str) {
+fn stateless(text: &str) {
     let server = server().clone();
     runtime().block_on(async {
         let (out, _rx) = Outbound::channel(64);
-        let conn = server.connect(ConnId::new("answer-modern"), Transport::Http, out);
+        let conn = server.connect(ConnId::new("answer-stateless"), Transport::Http, out);
         SPENT.store(0, Ordering::SeqCst);
         let meta = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -175,6 +175,6 @@ fuzz_target!(|data: &[u8]| {
     match mode % 3 {
         0 => handshake(text, "2025-11-25"),
         1 => handshake(text, "2025-06-18"),
-        _ => modern(text),
+        _ => stateless(text),
     }
 });

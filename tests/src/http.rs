@@ -62,8 +62,8 @@ impl HttpTestServer {
     }
 
     /// A client of the stateless 2026-07-28 revision for the endpoint at `/mcp`.
-    pub fn modern(&self) -> ModernHttp {
-        ModernHttp::new(self.url("/mcp"))
+    pub fn stateless(&self) -> StatelessHttp {
+        StatelessHttp::new(self.url("/mcp"))
     }
 
     /// Stops the server.
@@ -646,7 +646,7 @@ fn error_definition(code: i64) -> Option<(&'static str, bool)> {
 /// Checks one message a server sent on the 2026-07-28 revision: valid against the
 /// official schema (errors against the definition of their code too), and never a
 /// request (this revision has no server-to-client requests). Panics otherwise.
-pub fn check_modern(message: &Value, request_method: Option<&str>) {
+pub fn check_stateless(message: &Value, request_method: Option<&str>) {
     assert!(
         !(message.get("method").is_some() && message.get("id").is_some()),
         "the server sent a request on 2026-07-28: {message}"
@@ -667,9 +667,9 @@ pub fn check_modern(message: &Value, request_method: Option<&str>) {
 
 /// A client of the stateless 2026-07-28 revision over Streamable HTTP: every request
 /// carries `_meta` (version, capabilities, client info) and the headers that mirror it;
-/// every message the server sends back is checked with [`check_modern`].
+/// every message the server sends back is checked with [`check_stateless`].
 #[derive(Clone)]
-pub struct ModernHttp {
+pub struct StatelessHttp {
     /// The underlying HTTP client.
     pub http: reqwest::Client,
     /// The endpoint URL.
@@ -680,10 +680,10 @@ pub struct ModernHttp {
     pub token: Option<String>,
 }
 
-impl ModernHttp {
+impl StatelessHttp {
     /// A client for `url` declaring no capabilities.
     pub fn new(url: impl Into<String>) -> Self {
-        ModernHttp {
+        StatelessHttp {
             http: plain_client(),
             url: url.into(),
             capabilities: json!({}),
@@ -702,7 +702,7 @@ impl ModernHttp {
         json!({
             "io.modelcontextprotocol/protocolVersion": MODERN,
             "io.modelcontextprotocol/clientCapabilities": self.capabilities,
-            "io.modelcontextprotocol/clientInfo": {"name": "http-modern-test", "version": "1.0.0"},
+            "io.modelcontextprotocol/clientInfo": {"name": "http-stateless-test", "version": "1.0.0"},
         })
     }
 
@@ -804,10 +804,10 @@ impl ModernHttp {
                 events.push(e.clone());
                 let v = e.json();
                 if v.get("method").is_none() {
-                    check_modern(&v, Some(method));
+                    check_stateless(&v, Some(method));
                     answer = v;
                 } else {
-                    check_modern(&v, None);
+                    check_stateless(&v, None);
                     before.push(v);
                 }
             }
@@ -827,7 +827,7 @@ impl ModernHttp {
                     .unwrap_or_else(|e| panic!("a body that is not JSON ({e}): {text:?}"))
             };
             if !value.is_null() {
-                check_modern(&value, Some(method));
+                check_stateless(&value, Some(method));
             }
             Exchange {
                 status,

@@ -68,7 +68,7 @@ async fn handshake_call(client: &mut TestClient, id: i64, name: &str, args: Valu
     message
 }
 
-async fn modern_call(client: &mut TestClient, name: &str, args: Value) -> Value {
+async fn stateless_call(client: &mut TestClient, name: &str, args: Value) -> Value {
     let message = client
         .request_message("tools/call", json!({"name": name, "arguments": args}))
         .await
@@ -77,9 +77,9 @@ async fn modern_call(client: &mut TestClient, name: &str, args: Value) -> Value 
     message
 }
 
-fn modern_client(server: &Server, capabilities: Value) -> TestClient {
+fn stateless_client(server: &Server, capabilities: Value) -> TestClient {
     let mut client = TestClient::connect(server);
-    client.use_modern(capabilities);
+    client.use_stateless(capabilities);
     client
 }
 
@@ -182,17 +182,17 @@ async fn handshake_the_question_reads_the_typed_arguments() {
 // ---- 2026-07-28 ----
 
 #[tokio::test]
-async fn modern_bad_arguments_get_the_argument_error_and_no_sealed_state() {
+async fn stateless_bad_arguments_get_the_argument_error_and_no_sealed_state() {
     let runs = Runs::new();
     let server = server(&runs);
-    let mut client = modern_client(&server, json!({"elicitation": {}}));
-    let response = modern_call(&mut client, "spend", json!({"amount": "abc"})).await;
+    let mut client = stateless_client(&server, json!({"elicitation": {}}));
+    let response = stateless_call(&mut client, "spend", json!({"amount": "abc"})).await;
     assert_argument_error(
         &response,
         "Argument `amount` must be an integer of at least 0, but got the string \"abc\".",
     );
     assert_ne!(response["result"]["resultType"], "input_required");
-    let response = modern_call(&mut client, "spend", json!({})).await;
+    let response = stateless_call(&mut client, "spend", json!({})).await;
     assert_argument_error(
         &response,
         "Missing required argument `amount` (an integer of at least 0). Call the tool again with `amount` set.",
@@ -201,15 +201,15 @@ async fn modern_bad_arguments_get_the_argument_error_and_no_sealed_state() {
 }
 
 #[tokio::test]
-async fn modern_the_question_reads_the_typed_arguments() {
+async fn stateless_the_question_reads_the_typed_arguments() {
     let runs = Runs::new();
     let server = server(&runs);
-    let mut client = modern_client(&server, json!({"elicitation": {}}));
-    let ask = modern_call(&mut client, "spend", json!({"amount": 5})).await;
+    let mut client = stateless_client(&server, json!({"elicitation": {}}));
+    let ask = stateless_call(&mut client, "spend", json!({"amount": 5})).await;
     assert_eq!(ask["result"]["resultType"], "input_required", "{ask}");
     let question = &ask["result"]["inputRequests"]["mcp.approve"];
     assert_eq!(question["params"]["message"], "Approve spending 5 credits?");
-    let approved = modern_call(&mut client, "spend", json!({"amount": 5})).await;
+    let approved = stateless_call(&mut client, "spend", json!({"amount": 5})).await;
     // A retry without the sealed state is asked again: the approval belongs to the state.
     assert_eq!(approved["result"]["resultType"], "input_required");
     let done = client
@@ -227,22 +227,22 @@ async fn modern_the_question_reads_the_typed_arguments() {
 }
 
 #[tokio::test]
-async fn modern_a_deny_wins_over_bad_arguments() {
+async fn stateless_a_deny_wins_over_bad_arguments() {
     let runs = Runs::new();
     let server = server(&runs);
-    let mut client = modern_client(&server, json!({"elicitation": {}}));
-    let response = modern_call(&mut client, "forbidden", json!({"amount": "abc"})).await;
+    let mut client = stateless_client(&server, json!({"elicitation": {}}));
+    let response = stateless_call(&mut client, "forbidden", json!({"amount": "abc"})).await;
     let payload = deny_payload_value(&response["result"]);
     assert_eq!(payload["decision"], "deny");
     assert_eq!(runs.get(), 0);
 }
 
 #[tokio::test]
-async fn modern_a_request_that_cannot_be_asked_is_told_approval_could_not_be_requested() {
+async fn stateless_a_request_that_cannot_be_asked_is_told_approval_could_not_be_requested() {
     let runs = Runs::new();
     let server = server(&runs);
-    let mut client = modern_client(&server, json!({}));
-    let response = modern_call(&mut client, "spend", json!({"amount": 5})).await;
+    let mut client = stateless_client(&server, json!({}));
+    let response = stateless_call(&mut client, "spend", json!({"amount": 5})).await;
     let payload = deny_payload_value(&response["result"]);
     assert_eq!(payload["decision"], "ask");
     assert_eq!(payload["question"], "Approve spending 5 credits?");

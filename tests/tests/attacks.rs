@@ -3,7 +3,7 @@
 //!
 //! Covered elsewhere (see README, Security): forged ids, another connection's answer and
 //! late answers (seed_elicitation.rs), sealed-state tampering, replay, expiry and swaps
-//! (modern.rs), late-registered sensitive tools (seed_sensitive_guard.rs), names through
+//! (stateless.rs), late-registered sensitive tools (seed_sensitive_guard.rs), names through
 //! completion and panicking authorizers (seed_server.rs, seed_authorizer.rs,
 //! seed_read_surface.rs), foreign Host/Origin (http_safety.rs), requests after DELETE and
 //! the session cap (http_sessions.rs), expired / other-audience / query-string tokens and
@@ -197,7 +197,7 @@ async fn tools_hidden_from_the_list_are_refused_at_call_on_every_path() {
         assert!(r.is_error(), "{hidden}: {r:?}");
     }
     // The same through the 2026-07-28 era.
-    c.use_modern(json!({}));
+    c.use_stateless(json!({}));
     for hidden in ["secret", "ask_me", "scoped"] {
         let r = c
             .request("tools/call", json!({"name": hidden, "arguments": {}}))

@@ -195,7 +195,7 @@ async fn a_stop_ends_listen_streams_with_their_final_result() {
         "jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
         "params": {
             "notifications": {"toolsListChanged": true},
-            "_meta": TestClient::modern_meta(json!({})),
+            "_meta": TestClient::stateless_meta(json!({})),
         }
     }))
     .await;

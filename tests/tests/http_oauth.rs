@@ -12,7 +12,7 @@ use mcp::auth::bearer::{JwtVerifier, TokenError, verifier_fn};
 use mcp::auth::{Decision, Principal, policy};
 use mcp::registry::ToolDef;
 use mcp::transport::http::{BearerAuth, HttpConfig};
-use mcp_tests::http::ModernHttp;
+use mcp_tests::http::StatelessHttp;
 use mcp_tests::http::{HttpTestServer, McpHttp, fixture, plain_client, test_config};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -300,7 +300,7 @@ async fn the_verified_principal_reaches_tools_and_authorizers_and_per_tool_scope
 #[tokio::test]
 async fn stateless_requests_get_the_same_challenges_and_carry_the_verified_principal() {
     let srv = started().await;
-    let mut c: ModernHttp = srv.modern();
+    let mut c: StatelessHttp = srv.stateless();
     let who = json!({"name": "whoami", "arguments": {}});
     let r = c
         .post(json!(1), "tools/call", who.clone())

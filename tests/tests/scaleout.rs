@@ -15,7 +15,7 @@ use mcp::cluster::memory::MemoryBackend;
 use mcp::cluster::redis::RedisBackend;
 use mcp::registry::ToolDef;
 use mcp_tests::http::{
-    Fixture, HttpTestServer, McpHttp, ModernHttp, SseEvent, SseReader, fixture_in, test_config,
+    Fixture, HttpTestServer, McpHttp, SseEvent, SseReader, StatelessHttp, fixture_in, test_config,
 };
 use mcp_tests::redis::RedisServer;
 use reqwest::StatusCode;
@@ -564,7 +564,8 @@ async fn request_state_opens_once_across_replicas(kind: Kind) {
     let Some(r) = Replicas::start(kind, "request_state_opens_once_across_replicas").await else {
         return;
     };
-    let client = |i: usize| ModernHttp::new(r.url(i)).with_capabilities(json!({"elicitation": {}}));
+    let client =
+        |i: usize| StatelessHttp::new(r.url(i)).with_capabilities(json!({"elicitation": {}}));
     let first = client(0)
         .request(json!(1), "tools/call", call("spend", json!({})))
         .await;
@@ -602,7 +603,7 @@ async fn request_state_opens_once_across_replicas(kind: Kind) {
     let fresh = client(0)
         .request(json!(4), "tools/call", call("spend", json!({})))
         .await;
-    let elsewhere = ModernHttp::new(lone.url("/mcp"))
+    let elsewhere = StatelessHttp::new(lone.url("/mcp"))
         .with_capabilities(json!({"elicitation": {}}))
         .request(
             json!(5),
@@ -628,7 +629,7 @@ async fn listen_streams_hear_changes_raised_on_other_replicas(kind: Kind) {
     else {
         return;
     };
-    let listen = ModernHttp::new(r.url(0))
+    let listen = StatelessHttp::new(r.url(0))
         .post(
             json!("listen-1"),
             "subscriptions/listen",

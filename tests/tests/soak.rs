@@ -108,7 +108,7 @@ fn spawn_stdio() -> Child {
         .expect("spawn the fixture")
 }
 
-fn modern_meta() -> Value {
+fn stateless_meta() -> Value {
     json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
@@ -120,21 +120,21 @@ fn modern_meta() -> Value {
 /// Checks one answer.
 type Check = Box<dyn Fn(&Value) -> bool + Send>;
 
-fn nth_request(n: u64, modern: bool) -> (Value, Check) {
+fn nth_request(n: u64, stateless: bool) -> (Value, Check) {
     let mut params = match n % 4 {
         0 => json!({"name": "echo", "arguments": {"text": format!("m{n}")}}),
         1 => json!({}),
         2 => json!({"name": "sleep", "arguments": {"ms": 1}}),
         _ => json!({}),
     };
-    let method = match (n % 4, modern) {
+    let method = match (n % 4, stateless) {
         (0 | 2, _) => "tools/call",
         (1, _) => "tools/list",
         (_, false) => "ping",
         (_, true) => "server/discover",
     };
-    if modern {
-        params["_meta"] = modern_meta();
+    if stateless {
+        params["_meta"] = stateless_meta();
     }
     let message = json!({"jsonrpc": "2.0", "id": n, "method": method, "params": params});
     let check: Check = match n % 4 {
@@ -148,19 +148,19 @@ fn nth_request(n: u64, modern: bool) -> (Value, Check) {
                 .is_some_and(|t| t.iter().any(|t| t["name"] == "echo"))
         }),
         2 => Box::new(|r: &Value| r["result"]["content"][0]["text"] == "slept 1 ms"),
-        _ if modern => Box::new(|r: &Value| r["result"]["supportedVersions"].is_array()),
+        _ if stateless => Box::new(|r: &Value| r["result"]["supportedVersions"].is_array()),
         _ => Box::new(|r: &Value| r["result"] == json!({})),
     };
     (message, check)
 }
 
 /// Keeps `window` requests in flight on one stdio server for `duration`.
-async fn stdio_run(duration: Duration, modern: bool, window: usize, sample: Duration) -> Report {
+async fn stdio_run(duration: Duration, stateless: bool, window: usize, sample: Duration) -> Report {
     let mut child = spawn_stdio();
     let pid = child.id().expect("a pid");
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    if !modern {
+    if !stateless {
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "soak", "version": "0"}}});
@@ -235,7 +235,7 @@ async fn stdio_run(duration: Duration, modern: bool, window: usize, sample: Dura
         }
         let permit = window_slots.acquire().await.unwrap();
         permit.forget();
-        let (message, check) = nth_request(n, modern);
+        let (message, check) = nth_request(n, stateless);
         pending.lock().insert(n, check);
         stdin
             .write_all(format!("{message}\n").as_bytes())
@@ -274,9 +274,15 @@ async fn stdio_run(duration: Duration, modern: bool, window: usize, sample: Dura
 
 #[tokio::test]
 async fn stdio_load_short_both_eras() {
-    for modern in [false, true] {
-        let r = stdio_run(Duration::from_secs(2), modern, 64, Duration::from_secs(1)).await;
-        r.print(if modern {
+    for stateless in [false, true] {
+        let r = stdio_run(
+            Duration::from_secs(2),
+            stateless,
+            64,
+            Duration::from_secs(1),
+        )
+        .await;
+        r.print(if stateless {
             "stdio 2026-07-28"
         } else {
             "stdio handshake"
@@ -289,7 +295,7 @@ async fn stdio_load_short_both_eras() {
 #[ignore = "long: SOAK_SECONDS (default 180) of stdio in each era"]
 async fn stdio_soak_long_both_eras() {
     let secs = soak_seconds();
-    let (handshake, modern) = tokio::join!(
+    let (handshake, stateless) = tokio::join!(
         stdio_run(
             Duration::from_secs(secs),
             false,
@@ -299,8 +305,8 @@ async fn stdio_soak_long_both_eras() {
         stdio_run(Duration::from_secs(secs), true, 64, Duration::from_secs(10)),
     );
     handshake.print("stdio handshake");
-    modern.print("stdio 2026-07-28");
-    for r in [&handshake, &modern] {
+    stateless.print("stdio 2026-07-28");
+    for r in [&handshake, &stateless] {
         r.assert_clean();
         r.assert_flat();
     }
@@ -412,7 +418,7 @@ impl HttpClient {
     }
 
     /// A stateless 2026-07-28 request: no session, its metadata mirrored in headers.
-    fn post_modern(&self, body: &Value) -> reqwest::RequestBuilder {
+    fn post_stateless(&self, body: &Value) -> reqwest::RequestBuilder {
         let mut b = self
             .post(None, body)
             .header("mcp-protocol-version", "2026-07-28")
@@ -483,7 +489,7 @@ async fn http_run(
                     let id = (c as u64) << 40 | n;
                     let (message, check) = nth_request(id, true);
                     report.lock().sent += 1;
-                    let outcome = match client.post_modern(&message).send().await {
+                    let outcome = match client.post_stateless(&message).send().await {
                         Ok(r) => response_for(r, id).await,
                         Err(e) => Err(e.to_string()),
                     };

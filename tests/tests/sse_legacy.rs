@@ -261,14 +261,14 @@ async fn legacy_and_streamable_http_run_side_by_side_and_under_a_prefix() {
     );
     legacy.initialize(json!({})).await;
     assert_eq!(legacy.call(1, "ping", json!({})).await["result"], json!({}));
-    let mut modern = McpHttp::new(srv.url("/v1/mcp"));
-    modern.initialize("2025-11-25", json!({})).await;
+    let mut stateless = McpHttp::new(srv.url("/v1/mcp"));
+    stateless.initialize("2025-11-25", json!({})).await;
     assert_eq!(
-        modern.request(2, "ping", json!({})).await["result"],
+        stateless.request(2, "ping", json!({})).await["result"],
         json!({})
     );
     // A legacy session id is not a Streamable HTTP session, and the reverse.
-    let mut cross = modern.clone();
+    let mut cross = stateless.clone();
     cross.session = Some(legacy.session_id.clone());
     assert_eq!(
         cross.exchange(json!(3), "ping", json!({})).await.status,
@@ -277,7 +277,7 @@ async fn legacy_and_streamable_http_run_side_by_side_and_under_a_prefix() {
     let r = plain_client()
         .post(srv.url(&format!(
             "/v1/messages?sessionId={}",
-            modern.session.clone().unwrap()
+            stateless.session.clone().unwrap()
         )))
         .header("content-type", "application/json")
         .body(json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}).to_string())

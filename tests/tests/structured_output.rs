@@ -69,7 +69,7 @@ async fn own_text_beside_structured_content_fits_the_declared_schema_in_both_era
     for version in ["2025-11-25", "2026-07-28"] {
         let mut c = TestClient::connect(&s);
         if version == "2026-07-28" {
-            c.use_modern(json!({}));
+            c.use_stateless(json!({}));
         } else {
             c.initialize(json!({})).await.unwrap();
         }

@@ -6,7 +6,7 @@ use mcp::server::{ConnId, Outbound, Transport};
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#;
 const CALL: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello, benchmark"}}}"#;
-const CALL_MODERN: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello, benchmark"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+const CALL_STATELESS: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello, benchmark"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
 const LIST: &str = r#"{"jsonrpc":"2.0","id":8,"method":"tools/list"}"#;
 
 fn dispatch(c: &mut Criterion) {
@@ -32,9 +32,9 @@ fn dispatch(c: &mut Criterion) {
     });
 
     let (out, _rx) = Outbound::channel(1024);
-    let modern = server.connect(ConnId::new("modern"), Transport::Stdio, out);
+    let stateless = server.connect(ConnId::new("stateless"), Transport::Stdio, out);
     let reply = rt
-        .block_on(modern.handle_frame(CALL_MODERN.as_bytes()))
+        .block_on(stateless.handle_frame(CALL_STATELESS.as_bytes()))
         .unwrap();
     assert!(
         reply.frame().contains("hello, benchmark"),
@@ -43,7 +43,7 @@ fn dispatch(c: &mut Criterion) {
     );
     c.bench_function("tools/call echo (2026-07-28)", |b| {
         b.to_async(&rt)
-            .iter(|| async { modern.handle_frame(CALL_MODERN.as_bytes()).await })
+            .iter(|| async { stateless.handle_frame(CALL_STATELESS.as_bytes()).await })
     });
 
     let big = bench_micro::server_with_tools(1000);

@@ -5,14 +5,14 @@
 //! valgrind --tool=callgrind target/profiling/examples/dispatch_loop call 20000
 //! ```
 //!
-//! Modes: `call` (tools/call echo, handshake era), `modern` (the same on 2026-07-28),
+//! Modes: `call` (tools/call echo, handshake era), `stateless` (the same on 2026-07-28),
 //! `list` (tools/list with 1,000 tools), `layered` (`call` behind three layers).
 
 use mcp::server::{ConnId, Outbound, Transport};
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#;
 const CALL: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello, benchmark"}}}"#;
-const CALL_MODERN: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello, benchmark"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+const CALL_STATELESS: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello, benchmark"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
 const LIST: &str = r#"{"jsonrpc":"2.0","id":8,"method":"tools/list"}"#;
 
 fn main() {
@@ -31,12 +31,12 @@ fn main() {
     let (out, _rx) = Outbound::channel(1024);
     let conn = server.connect(ConnId::new("loop"), Transport::Stdio, out);
     let frame = match mode.as_str() {
-        "modern" => CALL_MODERN,
+        "stateless" => CALL_STATELESS,
         "list" => LIST,
         _ => CALL,
     };
     rt.block_on(async {
-        if mode != "modern" {
+        if mode != "stateless" {
             conn.handle_frame(INITIALIZE.as_bytes()).await;
         }
         let mut bytes = 0;

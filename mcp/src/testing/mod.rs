@@ -45,7 +45,7 @@ pub struct TestClient {
     queued: VecDeque<Value>,
     responder: Option<Responder>,
     timeout: Duration,
-    modern: Option<Value>,
+    stateless: Option<Value>,
 }
 
 impl Drop for TestClient {
@@ -74,7 +74,7 @@ impl TestClient {
             queued: VecDeque::new(),
             responder: None,
             timeout: Duration::from_secs(5),
-            modern: None,
+            stateless: None,
         }
     }
 
@@ -149,12 +149,12 @@ impl TestClient {
     /// Speaks the stateless 2026-07-28 revision from now on: every request carries `_meta`
     /// with the protocol version and these client capabilities (unless the request sets
     /// them itself).
-    pub fn use_modern(&mut self, capabilities: Value) {
-        self.modern = Some(capabilities);
+    pub fn use_stateless(&mut self, capabilities: Value) {
+        self.stateless = Some(capabilities);
     }
 
     /// The `_meta` a 2026-07-28 request carries.
-    pub fn modern_meta(capabilities: Value) -> Value {
+    pub fn stateless_meta(capabilities: Value) -> Value {
         json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": capabilities,
@@ -163,7 +163,7 @@ impl TestClient {
     }
 
     fn with_meta(&self, mut params: Value) -> Value {
-        let Some(caps) = &self.modern else {
+        let Some(caps) = &self.stateless else {
             return params;
         };
         if !params.is_object() {
@@ -173,7 +173,7 @@ impl TestClient {
             .as_object_mut()
             .map(|p| p.entry("_meta").or_insert_with(|| json!({})))
             .and_then(Value::as_object_mut);
-        if let (Some(meta), Value::Object(defaults)) = (meta, Self::modern_meta(caps.clone())) {
+        if let (Some(meta), Value::Object(defaults)) = (meta, Self::stateless_meta(caps.clone())) {
             for (k, v) in defaults {
                 meta.entry(k).or_insert(v);
             }

@@ -64,7 +64,7 @@
 //! # The stateless revision (2026-07-28)
 //!
 //! The era is chosen per request on the same endpoint: a request with `Mcp-Session-Id`, an
-//! `initialize` without a modern marker, or one whose `MCP-Protocol-Version` names a
+//! `initialize` without a 2026-07-28 marker, or one whose `MCP-Protocol-Version` names a
 //! handshake revision while its body has no `_meta` protocol version is handshake-era;
 //! everything else is stateless. A stateless request carries its own metadata in `_meta`
 //! and mirrors it in headers (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, and

@@ -8,7 +8,7 @@
 //! [`classify`] picks, per request:
 //!
 //! - the **session** path when it carries `Mcp-Session-Id`;
-//! - a **new session** for `initialize` without a modern marker (a `_meta` protocol
+//! - a **new session** for `initialize` without a 2026-07-28 marker (a `_meta` protocol
 //!   version in the body, or an `MCP-Protocol-Version` header that is not a handshake
 //!   revision);
 //! - the **sessionless handshake** path when the body has no `_meta` protocol version and

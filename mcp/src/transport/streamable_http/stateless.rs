@@ -16,7 +16,7 @@
 //! 6. The request needs a client capability its `_meta` does not declare: 400, -32021.
 //!
 //! Every error keeps the request's id and has a JSON-RPC body, so a client can tell a
-//! modern server from a legacy one. Other JSON-RPC errors (an unknown tool, bad arguments)
+//! 2026-07-28 server from a legacy one. Other JSON-RPC errors (an unknown tool, bad arguments)
 //! are answered with 200.
 //!
 //! # Responses

@@ -14,7 +14,7 @@ use mcp::context::{ClientCapability, Elicitation};
 use mcp::prelude::*;
 use mcp::registry::{PromptArgs, ToolArgs};
 use mcp_tests::http::{
-    HttpTestServer, MODERN, ModernHttp, SseReader, WAIT, check_modern, fixture, header_value,
+    HttpTestServer, MODERN, SseReader, StatelessHttp, WAIT, check_stateless, fixture, header_value,
     test_config,
 };
 use reqwest::StatusCode;
@@ -261,7 +261,7 @@ fn call(name: &str, arguments: Value) -> Value {
 
 /// Posts a raw body with exactly the given metadata headers; the answer, checked.
 async fn raw(
-    c: &ModernHttp,
+    c: &StatelessHttp,
     method: &str,
     body: Value,
     headers: &[(&str, &str)],
@@ -275,19 +275,19 @@ async fn raw(
 }
 
 /// A `tools/list` body as a conforming client builds it.
-fn body_of(c: &ModernHttp) -> Value {
+fn body_of(c: &StatelessHttp) -> Value {
     body(c, 9, "tools/list", json!({}))
 }
 
 /// A request body as a conforming client builds it.
-fn body(c: &ModernHttp, id: i64, method: &str, params: Value) -> Value {
+fn body(c: &StatelessHttp, id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": c.with_meta(params)})
 }
 
 #[tokio::test]
 async fn requests_are_served_without_a_session_as_plain_json() {
     let (srv, _, _) = started().await;
-    let c = srv.modern();
+    let c = srv.stateless();
     let ex = c.exchange(json!(1), "server/discover", json!({})).await;
     assert_eq!(ex.status, StatusCode::OK);
     assert!(ex.content_type.starts_with("application/json"));
@@ -332,7 +332,7 @@ async fn requests_are_served_without_a_session_as_plain_json() {
 #[tokio::test]
 async fn meta_without_the_version_header_is_400_32020() {
     let (srv, _, _) = started().await;
-    let c = srv.modern();
+    let c = srv.stateless();
     let ex = raw(
         &c,
         "tools/list",
@@ -354,7 +354,7 @@ async fn meta_without_the_version_header_is_400_32020() {
 #[tokio::test]
 async fn missing_meta_fields_are_400_32602_with_the_id() {
     let (srv, _, _) = started().await;
-    let c = srv.modern();
+    let c = srv.stateless();
     let std = [
         ("mcp-protocol-version", MODERN),
         ("mcp-method", "server/discover"),
@@ -412,7 +412,7 @@ type Case = (&'static str, Value, Vec<(&'static str, String)>);
 #[tokio::test]
 async fn headers_must_mirror_the_body() {
     let (srv, _, _) = started().await;
-    let c = srv.modern();
+    let c = srv.stateless();
     let add = call("add", json!({"a": 1, "b": 2}));
     let reject = |cases: Vec<Case>| {
         let c = c.clone();
@@ -552,7 +552,7 @@ async fn headers_must_mirror_the_body() {
 
 /// A request whose `_meta` and `MCP-Protocol-Version` header both name `version`.
 async fn claiming_version(
-    c: &ModernHttp,
+    c: &StatelessHttp,
     id: i64,
     method: &str,
     version: &str,
@@ -571,7 +571,7 @@ async fn claiming_version(
 #[tokio::test]
 async fn unsupported_versions_are_400_32022_naming_the_supported_ones() {
     let (srv, _, _) = started().await;
-    let c = srv.modern();
+    let c = srv.stateless();
     let discovered = c.request(json!(1), "server/discover", json!({})).await;
     let ex = claiming_version(&c, 301, "server/discover", "v999.0.0").await;
     assert_eq!(ex.status, StatusCode::BAD_REQUEST);
@@ -591,7 +591,7 @@ async fn unsupported_versions_are_400_32022_naming_the_supported_ones() {
 #[tokio::test]
 async fn unknown_and_handshake_only_methods_are_404_32601() {
     let (srv, _, _) = started().await;
-    let c = srv.modern();
+    let c = srv.stateless();
     for (id, method) in [
         (500, "initialize"),
         (501, "ping"),
@@ -616,7 +616,7 @@ async fn unknown_and_handshake_only_methods_are_404_32601() {
 #[tokio::test]
 async fn a_missing_client_capability_is_400_32021() {
     let (srv, _, _) = started().await;
-    let c = srv.modern();
+    let c = srv.stateless();
     let ex = c
         .exchange(json!(401), "tools/call", call("needs_sampling", json!({})))
         .await;
@@ -637,7 +637,7 @@ async fn a_missing_client_capability_is_400_32021() {
 #[tokio::test]
 async fn the_first_failing_rule_decides_the_answer() {
     let (srv, _, _) = started().await;
-    let c = srv.modern();
+    let c = srv.stateless();
     // Missing clientCapabilities, a wrong Mcp-Method and an unknown version: -32602.
     let ex = raw(
         &c,
@@ -693,7 +693,7 @@ async fn the_first_failing_rule_decides_the_answer() {
 
 /// Calls `route` with `arguments` and the given `Mcp-Param-*` headers.
 async fn route(
-    c: &ModernHttp,
+    c: &StatelessHttp,
     arguments: Value,
     params: &[(&str, &str)],
 ) -> mcp_tests::http::Exchange {
@@ -707,7 +707,7 @@ async fn route(
 #[tokio::test]
 async fn tool_arguments_marked_x_mcp_header_must_be_mirrored() {
     let (srv, _, _) = started().await;
-    let c = srv.modern();
+    let c = srv.stateless();
     let accepted = [
         (
             json!({"region": "us-west1"}),
@@ -843,7 +843,7 @@ async fn tool_arguments_marked_x_mcp_header_must_be_mirrored() {
 #[tokio::test]
 async fn notifications_are_202_and_get_delete_without_a_session_are_405() {
     let (srv, _, _) = started().await;
-    let c = srv.modern();
+    let c = srv.stateless();
     let r = c
         .post_raw(
             &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
@@ -921,7 +921,7 @@ async fn notifications_are_202_and_get_delete_without_a_session_are_405() {
 #[tokio::test]
 async fn progress_turns_the_answer_into_a_stream_of_that_requests_messages() {
     let (srv, _, _) = started().await;
-    let c = srv.modern();
+    let c = srv.stateless();
     let ex = c
         .exchange(
             json!(1),
@@ -976,7 +976,7 @@ async fn progress_turns_the_answer_into_a_stream_of_that_requests_messages() {
 #[tokio::test]
 async fn logs_reach_the_stream_only_when_the_request_asks_for_a_level() {
     let (srv, _, _) = started().await;
-    let c = srv.modern();
+    let c = srv.stateless();
     let ex = c
         .exchange(json!(1), "tools/call", call("log", json!({})))
         .await;
@@ -1009,7 +1009,7 @@ async fn logs_reach_the_stream_only_when_the_request_asks_for_a_level() {
 #[tokio::test]
 async fn closing_the_stream_or_the_connection_cancels_the_request() {
     let (srv, drops, _) = started().await;
-    let c = srv.modern();
+    let c = srv.stateless();
     // A streamed request: the client reads the first message, then hangs up.
     let response = c
         .post(
@@ -1024,7 +1024,7 @@ async fn closing_the_stream_or_the_connection_cancels_the_request() {
     let mut stream = SseReader::new(response);
     let first = stream.next().await.expect("a progress notification");
     let first = first.json();
-    check_modern(&first, None);
+    check_stateless(&first, None);
     assert_eq!(first["method"], "notifications/progress");
     assert_eq!(drops.get(), 0, "the request is still running");
     drop(stream);
@@ -1054,7 +1054,7 @@ async fn closing_the_stream_or_the_connection_cancels_the_request() {
 }
 
 /// Opens a listen stream; its acknowledgement, checked.
-async fn listen(c: &ModernHttp, id: Value, notifications: Value) -> (SseReader, Value) {
+async fn listen(c: &StatelessHttp, id: Value, notifications: Value) -> (SseReader, Value) {
     let response = c
         .post(
             id.clone(),
@@ -1073,7 +1073,7 @@ async fn listen(c: &ModernHttp, id: Value, notifications: Value) -> (SseReader, 
     assert!(response.headers().get("mcp-session-id").is_none());
     let mut stream = SseReader::new(response);
     let ack = stream.next().await.expect("an acknowledgement").json();
-    check_modern(&ack, None);
+    check_stateless(&ack, None);
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     assert_eq!(
         ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
@@ -1086,7 +1086,7 @@ async fn next_message(stream: &mut SseReader) -> Value {
     let e = stream.next().await.expect("a message");
     assert!(e.id.is_none());
     let v = e.json();
-    check_modern(&v, Some("subscriptions/listen"));
+    check_stateless(&v, Some("subscriptions/listen"));
     v
 }
 
@@ -1095,7 +1095,7 @@ async fn listen_streams_carry_what_they_asked_for_and_end_gracefully_at_shutdown
     let (server, _, _) = server();
     let srv =
         HttpTestServer::start(server, test_config().keep_alive(Duration::from_millis(100))).await;
-    let c = srv.modern();
+    let c = srv.stateless();
     let (mut tools, ack) = listen(&c, json!("tools-1"), json!({"toolsListChanged": true})).await;
     assert_eq!(
         ack["params"]["notifications"],
@@ -1179,7 +1179,7 @@ async fn a_listener_that_hangs_up_is_forgotten() {
         .build()
         .unwrap();
     let srv = HttpTestServer::start(server, test_config()).await;
-    let c = srv.modern();
+    let c = srv.stateless();
     let (first, _) = listen(&c, json!(1), json!({"toolsListChanged": true})).await;
     // The only slot is taken.
     let ex = c
@@ -1219,7 +1219,9 @@ async fn a_listener_that_hangs_up_is_forgotten() {
 #[tokio::test]
 async fn input_required_rounds_work_over_http() {
     let (srv, _, _) = started().await;
-    let c = srv.modern().with_capabilities(json!({"elicitation": {}}));
+    let c = srv
+        .stateless()
+        .with_capabilities(json!({"elicitation": {}}));
     let first = c
         .request(json!(1), "tools/call", call("greet", json!({})))
         .await;
@@ -1282,7 +1284,9 @@ async fn input_required_rounds_work_over_http() {
 #[tokio::test]
 async fn the_authorizers_ask_is_an_approval_round_over_http() {
     let (srv, _, spent) = started().await;
-    let c = srv.modern().with_capabilities(json!({"elicitation": {}}));
+    let c = srv
+        .stateless()
+        .with_capabilities(json!({"elicitation": {}}));
     let ask = c
         .request(json!(1), "tools/call", call("spend", json!({})))
         .await;
@@ -1322,7 +1326,7 @@ async fn the_authorizers_ask_is_an_approval_round_over_http() {
     assert_eq!(spent.load(Ordering::SeqCst), 1);
 
     // A client that cannot be asked is denied at once.
-    let mute = srv.modern();
+    let mute = srv.stateless();
     let denied = mute
         .request(json!(5), "tools/call", call("spend", json!({})))
         .await;
@@ -1336,7 +1340,7 @@ async fn both_eras_are_served_concurrently_on_one_endpoint() {
     let mut legacy = srv.client();
     legacy.initialize("2025-11-25", json!({})).await;
     let session = legacy.session.clone().unwrap();
-    let modern = srv.modern();
+    let stateless = srv.stateless();
 
     let legacy_round = async {
         let mut legacy = legacy.clone();
@@ -1355,9 +1359,9 @@ async fn both_eras_are_served_concurrently_on_one_endpoint() {
             assert_eq!(ex.before.len(), 3);
         }
     };
-    let modern_round = async {
+    let stateless_round = async {
         for i in 0..5 {
-            let ex = modern
+            let ex = stateless
                 .exchange(
                     json!(i),
                     "tools/call",
@@ -1367,13 +1371,13 @@ async fn both_eras_are_served_concurrently_on_one_endpoint() {
             assert_eq!(ex.status, StatusCode::OK);
             assert_eq!(ex.response["result"]["resultType"], "complete");
             assert_eq!(ex.before.len(), 3);
-            let listed = modern
+            let listed = stateless
                 .request(json!(100 + i), "tools/list", json!({}))
                 .await;
             assert_eq!(listed["result"]["cacheScope"], "private");
         }
     };
-    tokio::join!(legacy_round, modern_round);
+    tokio::join!(legacy_round, stateless_round);
 
     // The session's own GET stream and DELETE still work beside the stateless 405s.
     let r = legacy.get().send().await.unwrap();
@@ -1420,19 +1424,19 @@ async fn sessionless_handshake_requests_keep_their_era_when_allowed() {
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["result"]["content"][0]["text"], "3");
     assert!(body["result"].get("resultType").is_none(), "{body}");
-    // A modern request on the same server is the stateless era.
+    // A stateless request on the same server is the stateless era.
     let sum = srv
-        .modern()
+        .stateless()
         .request(json!(2), "tools/call", call("add", json!({"a": 1, "b": 2})))
         .await;
     assert_eq!(sum["result"]["resultType"], "complete");
 }
 
 #[tokio::test]
-async fn an_initialize_with_a_modern_marker_is_not_a_handshake() {
+async fn an_initialize_with_a_stateless_marker_is_not_a_handshake() {
     let (srv, _, _) = started().await;
-    let c = srv.modern();
-    // Initialize with modern _meta: the method does not exist in 2026-07-28.
+    let c = srv.stateless();
+    // Initialize with stateless _meta: the method does not exist in 2026-07-28.
     let ex = c
         .exchange(
             json!(1),
@@ -1513,7 +1517,7 @@ async fn stateless_callers_share_no_per_connection_limits_and_are_never_evicted(
         .build()
         .expect("the server builds");
     let srv = HttpTestServer::start(server, test_config()).await;
-    let c = Arc::new(srv.modern());
+    let c = Arc::new(srv.stateless());
     let calls: Vec<_> = (0..CALLS)
         .map(|i| {
             let c = Arc::clone(&c);

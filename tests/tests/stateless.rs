@@ -36,7 +36,7 @@ struct Target {
 
 fn server_with(runs: Arc<AtomicUsize>, state_ttl: Duration) -> Server {
     let deletes = Arc::clone(&runs);
-    Server::builder("modern-test", "1.2.3")
+    Server::builder("stateless-test", "1.2.3")
         .tool(ToolDef::from_fn(
             "echo",
             "Echoes a name.",
@@ -202,7 +202,7 @@ fn all_caps() -> Value {
 
 fn client(server: &Server, caps: Value) -> TestClient {
     let mut c = TestClient::connect(server);
-    c.use_modern(caps);
+    c.use_stateless(caps);
     c
 }
 
@@ -230,7 +230,7 @@ async fn discover_describes_the_server() {
     assert_eq!(result["supportedVersions"], json!(["2026-07-28"]));
     assert_eq!(
         result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
-        "modern-test"
+        "stateless-test"
     );
     assert_eq!(result["cacheScope"], "public");
     assert!(result["ttlMs"].as_u64().unwrap() > 0);
@@ -242,7 +242,7 @@ async fn discover_describes_the_server() {
 async fn metadata_is_validated_in_the_specified_order() {
     let (s, _) = server();
     let mut c = TestClient::connect(&s);
-    // A modern request with no clientCapabilities.
+    // A stateless request with no clientCapabilities.
     let missing = c
         .request_message(
             "tools/list",
@@ -599,7 +599,7 @@ async fn as_principal(
     method: &str,
     mut params: Value,
 ) -> Value {
-    params["_meta"] = TestClient::modern_meta(all_caps());
+    params["_meta"] = TestClient::stateless_meta(all_caps());
     let extras = RequestExtras {
         principal: Some(Arc::new(mcp::auth::Principal::new(subject, vec![]))),
         era: Some(mcp::protocol::Era::Stateless),
@@ -845,7 +845,7 @@ async fn listen_acknowledges_then_routes_only_what_was_asked() {
     let mut c = client(&s, json!({}));
     c.send(
         json!({"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen", "params": {
-        "_meta": TestClient::modern_meta(json!({})),
+        "_meta": TestClient::stateless_meta(json!({})),
         "notifications": {"toolsListChanged": true, "resourceSubscriptions": ["test://static"]}}}),
     );
     let ack = c.next_message().await.unwrap();
@@ -910,7 +910,7 @@ async fn cancelling_a_listen_or_a_call_sends_nothing_more() {
     let mut c = client(&s, json!({}));
     c.send(
         json!({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": {
-        "_meta": TestClient::modern_meta(json!({})), "notifications": {"toolsListChanged": true}}}),
+        "_meta": TestClient::stateless_meta(json!({})), "notifications": {"toolsListChanged": true}}}),
     );
     assert_eq!(
         c.next_message().await.unwrap()["method"],
@@ -919,7 +919,7 @@ async fn cancelling_a_listen_or_a_call_sends_nothing_more() {
     c.notify("notifications/cancelled", json!({"requestId": 9}));
     c.send(
         json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {
-        "_meta": TestClient::modern_meta(json!({})), "name": "slow", "arguments": {}}}),
+        "_meta": TestClient::stateless_meta(json!({})), "name": "slow", "arguments": {}}}),
     );
     tokio::time::sleep(Duration::from_millis(50)).await;
     c.notify("notifications/cancelled", json!({"requestId": 10}));
@@ -937,12 +937,12 @@ async fn cancelling_a_listen_or_a_call_sends_nothing_more() {
 #[tokio::test]
 async fn the_first_decisive_message_fixes_the_era_of_a_connection() {
     let (s, _) = server();
-    let mut modern = client(&s, json!({}));
-    call(&mut modern, "server/discover", json!({})).await;
-    let init = modern
+    let mut stateless = client(&s, json!({}));
+    call(&mut stateless, "server/discover", json!({})).await;
+    let init = stateless
         .request_message(
             "initialize",
-            json!({"_meta": TestClient::modern_meta(json!({})), "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}),
+            json!({"_meta": TestClient::stateless_meta(json!({})), "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}),
         )
         .await
         .unwrap();
@@ -953,7 +953,7 @@ async fn the_first_decisive_message_fixes_the_era_of_a_connection() {
     let discover = legacy
         .request_message(
             "server/discover",
-            json!({"_meta": TestClient::modern_meta(json!({}))}),
+            json!({"_meta": TestClient::stateless_meta(json!({}))}),
         )
         .await
         .unwrap();
