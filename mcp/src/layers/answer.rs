@@ -40,13 +40,7 @@ impl Answer {
     /// The result object as JSON text, exactly as it will be sent (with the members the
     /// server adds for the era); `None` for an error.
     pub fn result_json(&self) -> Option<&str> {
-        let reply = self.outcome.as_ref().ok()?;
-        if reply.error_code().is_some() {
-            return None;
-        }
-        let frame = reply.frame();
-        let at = frame.find(",\"result\":")? + ",\"result\":".len();
-        frame.get(at..frame.len() - 1)
+        self.outcome.as_ref().ok()?.result_json()
     }
 
     /// The size of the result in bytes (0 for an error).

@@ -155,8 +155,8 @@ pub trait Layer: Send + Sync + 'static {
     }
 }
 
-/// What runs after the last layer.
-pub(crate) type Inner<'a> = Box<dyn FnOnce(&'a Request<'a>) -> BoxFuture<'a, Answer> + Send + 'a>;
+/// What runs after the last layer (not started until a layer awaits it).
+pub(crate) type Inner<'a> = BoxFuture<'a, Answer>;
 
 /// The rest of the chain: the layers after this one, then the handler.
 pub struct Next<'a> {
@@ -179,7 +179,7 @@ impl<'a> Next<'a> {
                     inner: self.inner,
                 },
             ),
-            None => (self.inner)(req),
+            None => self.inner,
         }
     }
 }

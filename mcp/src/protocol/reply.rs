@@ -13,6 +13,8 @@ pub struct Reply {
     frame: String,
     id: Option<RequestId>,
     error_code: Option<i32>,
+    /// Where the result object starts in `frame` (0: not a success response).
+    result_at: usize,
 }
 
 impl Reply {
@@ -27,12 +29,14 @@ impl Reply {
         frame.push_str(r#"{"jsonrpc":"2.0","id":"#);
         id.push_json(&mut frame);
         frame.push_str(r#","result":"#);
+        let result_at = frame.len();
         write(&mut frame);
         frame.push('}');
         Reply {
             frame,
             id: Some(id.clone()),
             error_code: None,
+            result_at,
         }
     }
 
@@ -63,9 +67,11 @@ impl Reply {
             frame.extend_from_slice(b"null");
         }
         frame.push(b'}');
+        // serde_json writes UTF-8, as do the pieces around it; the check is cheap.
+        let frame = String::from_utf8(frame).unwrap_or_default();
         Reply {
-            // serde_json writes UTF-8, as do the pieces around it; the check is cheap.
-            frame: String::from_utf8(frame).unwrap_or_default(),
+            result_at: if frame.is_empty() { 0 } else { at },
+            frame,
             id: Some(id.clone()),
             error_code: None,
         }
@@ -77,6 +83,7 @@ impl Reply {
             frame: encode_error(id, error),
             id: id.cloned(),
             error_code: Some(error.code),
+            result_at: 0,
         }
     }
 
@@ -97,6 +104,7 @@ impl Reply {
             frame,
             id: None,
             error_code: None,
+            result_at: 0,
         })
     }
 
@@ -118,6 +126,15 @@ impl Reply {
     /// The error code, for an error response.
     pub fn error_code(&self) -> Option<i32> {
         self.error_code
+    }
+
+    /// The result object of a success response as JSON text, exactly as sent; `None` for
+    /// an error or a batch.
+    pub fn result_json(&self) -> Option<&str> {
+        if self.result_at == 0 {
+            return None;
+        }
+        self.frame.get(self.result_at..self.frame.len() - 1)
     }
 
     /// The reply parsed back into JSON (for tests and logs).

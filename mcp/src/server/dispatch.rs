@@ -286,9 +286,15 @@ impl Server {
             Ok(()) if self.inner.layers.is_empty() => self.serve(scope, method, params).await,
             Ok(()) => {
                 let answer = self
-                    .layered(scope, method, params, &[], || {
-                        Box::pin(self.serve(scope, method, params))
-                    })
+                    .layered(
+                        scope,
+                        method,
+                        params,
+                        &[],
+                        Box::pin(async move {
+                            crate::layers::Answer::new(self.serve(scope, method, params).await)
+                        }),
+                    )
                     .await;
                 match answer {
                     Ok(reply) if method == Method::ToolsList && !self.inner.layers.is_empty() => {

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::dispatch::Scope;
 use super::{Reply, Server};
 use crate::layers::request::Shape;
-use crate::layers::{Answer, BoxFuture, Inner, Layer, Next, Request};
+use crate::layers::{Inner, Layer, Next, Request};
 use crate::protocol::methods::Method;
 use crate::protocol::{CallToolResult, ErrorObject};
 
@@ -81,30 +81,26 @@ impl Server {
         self.read_gate(&scope.caller, method.name(), || args).await
     }
 
-    /// Runs `inner` (the handler) inside the server's layers and then `tool_layers`.
+    /// Runs `handler` inside the server's layers and then `tool_layers`. The handler is
+    /// boxed where it is made, so the layers move a pointer, not the whole future.
     pub(super) async fn layered<'a>(
         &'a self,
         scope: &'a Scope,
         method: Method,
         params: Option<&'a RawValue>,
         tool_layers: &'a [Arc<dyn Layer>],
-        inner: impl FnOnce() -> BoxFuture<'a, Result<Reply, ErrorObject>> + Send + 'a,
+        handler: Inner<'a>,
     ) -> Result<Reply, ErrorObject> {
-        if self.inner.layers.is_empty() && tool_layers.is_empty() {
-            return inner().await;
-        }
         let shaper = Shaper {
             server: self,
             scope,
         };
         let req = Request::new(method, params, &scope.id, &scope.caller, &shaper);
-        let handler: Inner<'_> =
-            Box::new(move |_| Box::pin(async move { Answer::new(inner().await) }));
         // A tool's own layers run inside the server's.
         let innermost: Inner<'_> = if tool_layers.is_empty() {
             handler
         } else {
-            Box::new(move |req| Next::new(tool_layers, handler).run(req))
+            Next::new(tool_layers, handler).run(&req)
         };
         let answer = Next::new(&self.inner.layers, innermost).run(&req).await;
         answer.into_outcome()

@@ -253,10 +253,12 @@ impl Server {
         if self.inner.layers.is_empty() && tool.layers.is_empty() {
             return self.run_tool(scope, tool, args, token, call).await;
         }
-        self.layered(scope, Method::ToolsCall, params, &tool.layers, move || {
-            Box::pin(self.run_tool(scope, tool, args, token, call))
-        })
-        .await
+        // Boxed where it is made: the layers then move a pointer, not the whole future.
+        let run = Box::pin(async move {
+            crate::layers::Answer::new(self.run_tool(scope, tool, args, token, call).await)
+        });
+        self.layered(scope, Method::ToolsCall, params, &tool.layers, run)
+            .await
     }
 
     /// Runs an allowed call and audits how it ended.
