@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 // The command line's own clap, re-exported: no clap dependency to keep in step.
+use mcp::Transport;
 use mcp::cli::Setup;
 use mcp::cli::clap::{self, Parser};
 use mcp::prelude::*;

@@ -118,19 +118,18 @@ pub use mcp_macros::prompt;
 pub use mcp_macros::server;
 pub use server::{ConnId, Connection, Server, ServerBuilder, Transport};
 
-/// The names most servers need, in one import.
+/// The names most servers need, in one import: the macros, [`Ctx`], what handlers return
+/// and the definitions the builder takes. Everything else lives in its module
+/// ([`auth`] for policies, [`protocol`] for wire types, [`layers`] for middleware).
 pub mod prelude {
-    pub use crate::auth::{self, Decision};
+    pub use crate::auth::Decision;
     pub use crate::context::{Ctx, Elicitation};
-    pub use crate::protocol::{
-        CallToolResult, ContentBlock, GetPromptResult, PromptMessage, Resource, ResourceContents,
-        Role,
-    };
+    pub use crate::protocol::{ContentBlock, PromptMessage, Resource, ResourceContents};
     pub use crate::registry::{
         CompletionRequest, Json, PromptDef, PromptError, ResourceDef, ResourceError,
-        ResourceTemplateDef, Structured, ToolDef, ToolError, complete_from,
+        ResourceTemplateDef, Structured, ToolDef, ToolError,
     };
-    pub use crate::server::{Server, ServerBuilder, Transport};
+    pub use crate::server::{Server, ServerBuilder};
     pub use crate::{prompt, resource, tool};
 }
 

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use mcp::Transport;
 use mcp::context::{ClientCapability, Elicitation};
 use mcp::prelude::*;
 use mcp::protocol::{CreateMessageRequestParams, Message};

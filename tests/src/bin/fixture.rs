@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use mcp::Transport;
 use mcp::auth::{Decision, policy};
 use mcp::cli::App;
 use mcp::prelude::*;

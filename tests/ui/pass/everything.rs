@@ -1,5 +1,7 @@
 //! Every option of every macro, in one server that builds.
 use mcp::prelude::*;
+use mcp::protocol::CallToolResult;
+use mcp::protocol::GetPromptResult;
 use serde::{Deserialize, Serialize};
 
 #[derive(Deserialize, schemars::JsonSchema)]

@@ -7,9 +7,23 @@ mod entries;
 
 use entries::*;
 
+/// With `BENCH_LAYERS` set, the server runs behind three layers (timing, a rate limit and
+/// a size limit that never trip): what middleware costs per call, end to end.
+fn layers_from_env(builder: mcp::ServerBuilder) -> mcp::ServerBuilder {
+    use mcp::layers::{RateLimit, SizeLimit, Timing};
+    if std::env::var_os("BENCH_LAYERS").is_none() {
+        return builder;
+    }
+    builder
+        .layer(Timing)
+        .layer(RateLimit::per_principal(u32::MAX, 1e12))
+        .layer(SizeLimit::new(1 << 20))
+}
+
 mcp::server! {
     name: "bench-ours",
     tools: [echo, add],
     resources: [about],
     prompts: [greet],
+    configure: layers_from_env,
 }
