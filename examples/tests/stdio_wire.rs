@@ -367,3 +367,70 @@ async fn the_2026_07_28_revision_over_pipes_and_socket_pairs() {
     stateless_session(Wiring::Pipes).await;
     stateless_session(Wiring::SocketPair).await;
 }
+
+/// The middleware example over a real stdio pipe and socket pair: its layers run around
+/// every call (a counting layer stamps each answer) and the response cache answers a
+/// repeated read without running the resource again.
+async fn middleware_session(wiring: Wiring) {
+    let mut s = StdioServer::spawn(
+        std::path::Path::new(env!("CARGO_BIN_EXE_middleware")),
+        &[],
+        wiring,
+    );
+    s.initialize("2025-11-25", json!({})).await;
+    let first = s
+        .request(
+            "tools/call",
+            json!({"name": "add", "arguments": {"a": 2, "b": 3}}),
+        )
+        .await;
+    assert_eq!(first["result"]["content"][0]["text"], "5");
+    assert_eq!(
+        first["result"]["content"][1]["text"],
+        "(call #1 on this server)"
+    );
+    let ledger = s
+        .request("tools/call", json!({"name": "ledger", "arguments": {}}))
+        .await;
+    assert_eq!(ledger["result"]["content"][0]["text"], "2 calls so far");
+
+    // The report takes 200 ms to make; the cache answers the repeat at once.
+    let read = json!({"uri": "report://daily"});
+    let made = s.request("resources/read", read.clone()).await;
+    let started = Instant::now();
+    let cached = s.request("resources/read", read).await;
+    assert!(
+        started.elapsed() < Duration::from_millis(150),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(made["result"], cached["result"]);
+
+    // A client of the 2026-07-28 revision (no initialize): the layers run the same way,
+    // and the answer they changed is still shaped for its revision.
+    let mut s = StdioServer::spawn(
+        std::path::Path::new(env!("CARGO_BIN_EXE_middleware")),
+        &[],
+        wiring,
+    );
+    let stamped = s
+        .request(
+            "tools/call",
+            stateless(
+                json!({"name": "add", "arguments": {"a": 1, "b": 1}}),
+                json!({}),
+            ),
+        )
+        .await;
+    assert_eq!(stamped["result"]["resultType"], "complete");
+    assert_eq!(
+        stamped["result"]["content"][1]["text"],
+        "(call #1 on this server)"
+    );
+}
+
+#[tokio::test]
+async fn middleware_runs_on_stdio_pipes_and_socket_pairs() {
+    middleware_session(Wiring::Pipes).await;
+    middleware_session(Wiring::SocketPair).await;
+}
