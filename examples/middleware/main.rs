@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run -p mcp-examples --bin middleware                 # serve on stdio
 //! cargo run -p mcp-examples --bin middleware -- --list       # what it offers
-//! RUST_LOG=mcp::timing=info cargo run -p mcp-examples --bin middleware   # see the timings
+//! cargo run -p mcp-examples --bin middleware -- --log-level warn,mcp::timing=info   # only the timings
 //! ```
 //!
 //! Every request passes the authorizer first, then these layers in order (the first is the
@@ -13,9 +13,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use mcp::layers::{
-    Answer, BoxFuture, Layer, Next, RateLimit, Request, ResponseCache, SizeLimit, Timing,
-};
+use mcp::layers::{Layer, Next, Pending, RateLimit, Request, ResponseCache, SizeLimit, Timing};
 use mcp::prelude::*;
 
 /// How many tool calls the server answered, by any caller.
@@ -26,8 +24,8 @@ static CALLS: AtomicU64 = AtomicU64::new(0);
 struct CountCalls;
 
 impl Layer for CountCalls {
-    fn on_call_tool<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
-        Box::pin(async move {
+    fn on_call_tool<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
+        Pending::new(async move {
             let n = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
             let answer = next.run(req).await;
             match answer.tool_result() {
@@ -74,7 +72,7 @@ mcp::server! {
     resources: [daily_report],
     authorizer: mcp::auth::allow_all(),
     layers: [
-        Timing,
+        Timing::info(),
         RateLimit::per_principal(20, 5.0),
         ResponseCache::new(Duration::from_secs(30)),
         SizeLimit::new(64 * 1024),

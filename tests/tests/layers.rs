@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mcp::auth::{self, Decision};
-use mcp::layers::{Answer, BoxFuture, Layer, Next, RateLimit, Request};
+use mcp::layers::{Layer, Next, Pending, RateLimit, Request};
 use mcp::prelude::*;
 use mcp::testing::TestClient;
 use serde_json::{Value, json};
@@ -21,8 +21,8 @@ struct Add {
 struct Stamp(AtomicUsize);
 
 impl Layer for Stamp {
-    fn on_call_tool<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
-        Box::pin(async move {
+    fn on_call_tool<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
+        Pending::new(async move {
             self.0.fetch_add(1, Ordering::SeqCst);
             let answer = next.run(req).await;
             match answer.tool_result() {
@@ -39,7 +39,7 @@ impl Layer for Stamp {
 struct Shared(Arc<Stamp>);
 
 impl Layer for Shared {
-    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
+    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
         self.0.on_request(req, next)
     }
 }
@@ -160,7 +160,7 @@ struct Seen {
 struct Recorder(parking_lot::Mutex<Vec<Seen>>);
 
 impl Layer for Recorder {
-    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
+    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
         self.0.lock().push(Seen {
             method: req.method().name(),
             target: req.target().map(str::to_owned),
@@ -184,7 +184,7 @@ impl Layer for Recorder {
 struct Shared2(Arc<Recorder>);
 
 impl Layer for Shared2 {
-    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
+    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
         self.0.on_request(req, next)
     }
 }

@@ -45,7 +45,7 @@ pub fn server_with_tools(n: usize) -> Server {
 pub fn server_with_layers() -> Server {
     use mcp::layers::{RateLimit, SizeLimit, Timing};
     server_builder()
-        .layer(Timing)
+        .layer(Timing::new())
         .layer(RateLimit::per_principal(u32::MAX, 1e12))
         .layer(SizeLimit::new(1 << 20))
         .build()

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use super::{Answer, BoxFuture, Change, Layer, Method, Next, Request};
+use super::{Change, Layer, Method, Next, Pending, Request};
 
 /// Keeps successful answers to `resources/read`, `prompts/get` and the list methods for
 /// `ttl`, and answers a repeat of the same request from memory.
@@ -108,11 +108,11 @@ impl ResponseCache {
 }
 
 impl Layer for ResponseCache {
-    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
+    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
         if !Self::cacheable(req.method()) {
             return next.run(req);
         }
-        Box::pin(async move {
+        Pending::new(async move {
             let key = Self::key(req);
             let now = Instant::now();
             if let Some(hit) = self

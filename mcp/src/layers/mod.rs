@@ -39,16 +39,17 @@
 //! - [`Timing`]: how long each request took, into `tracing`.
 //!
 //! ```
-//! use mcp::layers::{BoxFuture, Layer, Next, Request, Answer};
+//! use mcp::layers::{Layer, Next, Pending, Request};
 //!
-//! /// Refuses every tool call on Sundays (a toy policy).
+//! /// Logs every tool call and whether it failed.
 //! struct Audit;
 //!
 //! impl Layer for Audit {
-//!     fn on_call_tool<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
-//!         Box::pin(async move {
-//!             tracing::info!(tool = req.target().unwrap_or(""), "calling");
-//!             next.run(req).await
+//!     fn on_call_tool<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
+//!         Pending::new(async move {
+//!             let answer = next.run(req).await;
+//!             tracing::info!(tool = req.target().unwrap_or(""), error = answer.is_error(), "called");
+//!             answer
 //!         })
 //!     }
 //! }
@@ -77,8 +78,49 @@ pub use timing::Timing;
 
 pub use crate::protocol::methods::{ListKind, Method};
 
-/// A boxed future borrowing the request: what layer hooks return.
+/// A boxed future borrowing the request.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a layer hook returns: the answer, now ([`Pending::ready`]: a refusal, a cached
+/// answer) or later ([`Pending::new`]: work around [`Next::run`]), or the rest of the
+/// chain as [`Next::run`] gave it. Passing a request on costs no allocation; only a layer
+/// that does something after the rest of the chain boxes its future.
+#[must_use = "a layer's answer does nothing unless returned"]
+pub struct Pending<'a>(PendingKind<'a>);
+
+enum PendingKind<'a> {
+    Boxed(BoxFuture<'a, Answer>),
+    Borrowed(Pin<&'a mut (dyn Future<Output = Answer> + Send + 'a)>),
+    Ready(Option<Answer>),
+}
+
+impl<'a> Pending<'a> {
+    /// An answer that needs work first (say, around `next.run(req).await`).
+    pub fn new(work: impl Future<Output = Answer> + Send + 'a) -> Self {
+        Pending(PendingKind::Boxed(Box::pin(work)))
+    }
+
+    /// An answer known now.
+    pub fn ready(answer: Answer) -> Self {
+        Pending(PendingKind::Ready(Some(answer)))
+    }
+}
+
+impl Future for Pending<'_> {
+    type Output = Answer;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Answer> {
+        match &mut self.0 {
+            PendingKind::Boxed(work) => work.as_mut().poll(cx),
+            PendingKind::Borrowed(work) => work.as_mut().poll(cx),
+            PendingKind::Ready(answer) => match answer.take() {
+                Some(a) => std::task::Poll::Ready(a),
+                // Polled again after it completed: it never completes again.
+                None => std::task::Poll::Pending,
+            },
+        }
+    }
+}
 
 /// JSON-RPC error codes the built-in layers answer with.
 pub mod codes {
@@ -102,7 +144,7 @@ pub enum Change {
 pub trait Layer: Send + Sync + 'static {
     /// Every request, before the typed hooks. The default sends each method to its typed
     /// hook (tool calls to [`Layer::on_call_tool`], and so on) and passes the rest on.
-    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
+    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
         match req.method() {
             Method::ToolsCall => self.on_call_tool(req, next),
             Method::ResourcesRead => self.on_read_resource(req, next),
@@ -115,31 +157,22 @@ pub trait Layer: Send + Sync + 'static {
     }
 
     /// A `tools/call` the tool seam allowed (or the human approved).
-    fn on_call_tool<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
+    fn on_call_tool<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
         next.run(req)
     }
 
     /// A `resources/read` the read seam allowed.
-    fn on_read_resource<'a>(
-        &'a self,
-        req: &'a Request<'a>,
-        next: Next<'a>,
-    ) -> BoxFuture<'a, Answer> {
+    fn on_read_resource<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
         next.run(req)
     }
 
     /// A `prompts/get` the read seam allowed.
-    fn on_get_prompt<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
+    fn on_get_prompt<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
         next.run(req)
     }
 
     /// A `tools/list`, `resources/list`, `resources/templates/list` or `prompts/list`.
-    fn on_list<'a>(
-        &'a self,
-        kind: ListKind,
-        req: &'a Request<'a>,
-        next: Next<'a>,
-    ) -> BoxFuture<'a, Answer> {
+    fn on_list<'a>(&'a self, kind: ListKind, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
         let _ = kind;
         next.run(req)
     }
@@ -156,7 +189,14 @@ pub trait Layer: Send + Sync + 'static {
 }
 
 /// What runs after the last layer (not started until a layer awaits it).
-pub(crate) type Inner<'a> = BoxFuture<'a, Answer>;
+pub(crate) type Inner<'a> = Pending<'a>;
+
+impl<'a> Pending<'a> {
+    /// The handler, pinned where the pipeline keeps it: no allocation.
+    pub(crate) fn borrowed(work: Pin<&'a mut (dyn Future<Output = Answer> + Send + 'a)>) -> Self {
+        Pending(PendingKind::Borrowed(work))
+    }
+}
 
 /// The rest of the chain: the layers after this one, then the handler.
 pub struct Next<'a> {
@@ -170,7 +210,7 @@ impl<'a> Next<'a> {
     }
 
     /// Passes the request on to the next layer, or to the handler after the last one.
-    pub fn run(self, req: &'a Request<'a>) -> BoxFuture<'a, Answer> {
+    pub fn run(self, req: &'a Request<'a>) -> Pending<'a> {
         match self.layers.split_first() {
             Some((first, rest)) => first.on_request(
                 req,

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use serde_json::json;
 
-use super::{Answer, BoxFuture, Layer, Method, Next, Request, codes};
+use super::{Layer, Method, Next, Pending, Request, codes};
 use crate::conn::ConnId;
 use crate::protocol::{CallToolResult, ErrorObject};
 
@@ -86,37 +86,49 @@ impl RateLimit {
     fn take(&self, caller: Caller<'_>, now: Instant) -> Result<(), Duration> {
         let mut guard = self.buckets.lock();
         let buckets = &mut *guard;
-        let fresh = Bucket {
+        // The common case, a caller seen before, is one lookup.
+        match caller {
+            Caller::Principal(subject) => {
+                if let Some(bucket) = buckets.principals.get_mut(subject) {
+                    return self.draw(bucket, now);
+                }
+            }
+            Caller::Conn(id) => {
+                if let Some(bucket) = buckets.conns.get_mut(id) {
+                    return self.draw(bucket, now);
+                }
+            }
+        }
+        let mut fresh = Bucket {
             tokens: self.burst,
             at: now,
         };
+        let drawn = self.draw(&mut fresh, now);
         let (burst, rate) = (self.burst, self.per_second);
         // Full buckets carry no information: forget them before growing.
         let full = |b: &Bucket| b.tokens + now.duration_since(b.at).as_secs_f64() * rate >= burst;
-        let bucket = match caller {
+        match caller {
             Caller::Principal(subject) => {
-                if !buckets.principals.contains_key(subject) {
-                    if buckets.principals.len() >= self.max_callers {
-                        buckets.principals.retain(|_, b| !full(b));
-                    }
-                    buckets.principals.insert(subject.to_owned(), fresh);
+                if buckets.principals.len() >= self.max_callers {
+                    buckets.principals.retain(|_, b| !full(b));
                 }
-                buckets.principals.get_mut(subject)
+                buckets.principals.insert(subject.to_owned(), fresh);
             }
             Caller::Conn(id) => {
-                if !buckets.conns.contains_key(id) {
-                    if buckets.conns.len() >= self.max_callers {
-                        buckets.conns.retain(|_, b| !full(b));
-                    }
-                    buckets.conns.insert(id.clone(), fresh);
+                if buckets.conns.len() >= self.max_callers {
+                    buckets.conns.retain(|_, b| !full(b));
                 }
-                buckets.conns.get_mut(id)
+                buckets.conns.insert(id.clone(), fresh);
             }
-        };
-        let Some(bucket) = bucket else { return Ok(()) };
-        let refill = now.duration_since(bucket.at).as_secs_f64() * self.per_second;
+        }
+        drawn
+    }
+
+    /// Refills `bucket` up to now and takes a token from it.
+    fn draw(&self, bucket: &mut Bucket, now: Instant) -> Result<(), Duration> {
+        let refill = now.saturating_duration_since(bucket.at).as_secs_f64() * self.per_second;
         bucket.tokens = (bucket.tokens + refill).min(self.burst);
-        bucket.at = now;
+        bucket.at = bucket.at.max(now);
         if bucket.tokens >= 1.0 {
             bucket.tokens -= 1.0;
             Ok(())
@@ -129,12 +141,12 @@ impl RateLimit {
 }
 
 impl Layer for RateLimit {
-    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
+    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
         let caller = match req.principal() {
             Some(p) => Caller::Principal(&p.subject),
             None => Caller::Conn(req.conn_id()),
         };
-        match self.take(caller, Instant::now()) {
+        match self.take(caller, req.received()) {
             Ok(()) => next.run(req),
             Err(wait) => {
                 let ms = wait.as_millis().max(1) as u64;
@@ -150,7 +162,7 @@ impl Layer for RateLimit {
                             .with_data(json!({"retryAfterMs": ms})),
                     )
                 };
-                Box::pin(async move { answer })
+                Pending::ready(answer)
             }
         }
     }

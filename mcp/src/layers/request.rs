@@ -2,6 +2,7 @@
 //! derived it. Read-only: a layer changes what happens by answering, not by editing.
 
 use std::sync::OnceLock;
+use std::time::Instant;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -28,6 +29,7 @@ pub struct Request<'a> {
     pub(crate) caller: &'a Caller,
     pub(crate) shape: &'a dyn Shape,
     head: OnceLock<Head>,
+    received: Instant,
 }
 
 /// The members of the params most layers key on, read on first use.
@@ -53,6 +55,7 @@ impl<'a> Request<'a> {
             caller,
             shape,
             head: OnceLock::new(),
+            received: Instant::now(),
         }
     }
 
@@ -81,6 +84,11 @@ impl<'a> Request<'a> {
                 None => Head::default(),
             }
         })
+    }
+
+    /// When the request reached the layers (one clock read that every layer can share).
+    pub fn received(&self) -> Instant {
+        self.received
     }
 
     /// The method.

@@ -1,6 +1,6 @@
 //! [`SizeLimit`]: refuses answers larger than a limit.
 
-use super::{Answer, BoxFuture, Layer, Method, Next, Request, codes};
+use super::{Layer, Method, Next, Pending, Request, codes};
 use crate::protocol::{CallToolResult, ErrorObject};
 
 /// Refuses an answer whose result is larger than `max_bytes` of JSON: a tool call gets an
@@ -19,8 +19,8 @@ impl SizeLimit {
 }
 
 impl Layer for SizeLimit {
-    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
-        Box::pin(async move {
+    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
+        Pending::new(async move {
             let answer = next.run(req).await;
             let len = answer.json_len();
             if len <= self.max_bytes {

@@ -1,27 +1,52 @@
 //! [`Timing`]: how long each request took, into `tracing`.
 
-use std::time::Instant;
-
-use super::{Answer, BoxFuture, Layer, Next, Request};
+use super::{Layer, Next, Pending, Request};
 
 /// Records each request's method, target, outcome and duration as a `tracing` event
-/// (target `mcp::timing`, level INFO). Place it first to time everything after it.
+/// (target `mcp::timing`), at DEBUG unless [`Timing::info`] says INFO, timed from when the
+/// request reached the layers. At a level the subscriber filters out, it reads no clock
+/// and writes nothing.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Timing;
+pub struct Timing {
+    info: bool,
+}
+
+impl Timing {
+    /// Events at DEBUG (`--log-level debug`, or a filter naming `mcp::timing`).
+    pub fn new() -> Self {
+        Timing { info: false }
+    }
+
+    /// Events at INFO: every request shows in the default log.
+    pub fn info() -> Self {
+        Timing { info: true }
+    }
+}
 
 impl Layer for Timing {
-    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> BoxFuture<'a, Answer> {
-        Box::pin(async move {
-            let start = Instant::now();
+    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
+        Pending::new(async move {
             let answer = next.run(req).await;
-            tracing::info!(
-                target: "mcp::timing",
-                method = req.method().name(),
-                target_name = req.target().unwrap_or(""),
-                error = answer.is_error(),
-                micros = start.elapsed().as_micros() as u64,
-                "request served"
-            );
+            // The fields (the clock read among them) are only evaluated when the event is
+            // enabled.
+            macro_rules! event {
+                ($level:expr) => {
+                    tracing::event!(
+                        target: "mcp::timing",
+                        $level,
+                        method = req.method().name(),
+                        target_name = req.target().unwrap_or(""),
+                        error = answer.is_error(),
+                        micros = req.received().elapsed().as_micros() as u64,
+                        "request served"
+                    )
+                };
+            }
+            if self.info {
+                event!(tracing::Level::INFO);
+            } else {
+                event!(tracing::Level::DEBUG);
+            }
             answer
         })
     }

@@ -291,7 +291,7 @@ impl Server {
                         method,
                         params,
                         &[],
-                        Box::pin(async move {
+                        std::pin::pin!(async move {
                             crate::layers::Answer::new(self.serve(scope, method, params).await)
                         }),
                     )

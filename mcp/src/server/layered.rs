@@ -3,6 +3,8 @@
 //! the way out, a `tools/list` answer a layer changed loses every tool the caller may not
 //! see. See [`crate::layers`] for why the seams come first.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::value::RawValue;
@@ -11,7 +13,7 @@ use serde_json::{Value, json};
 use super::dispatch::Scope;
 use super::{Reply, Server};
 use crate::layers::request::Shape;
-use crate::layers::{Inner, Layer, Next, Request};
+use crate::layers::{Answer, Inner, Layer, Next, Pending, Request};
 use crate::protocol::methods::Method;
 use crate::protocol::{CallToolResult, ErrorObject};
 
@@ -81,21 +83,22 @@ impl Server {
         self.read_gate(&scope.caller, method.name(), || args).await
     }
 
-    /// Runs `handler` inside the server's layers and then `tool_layers`. The handler is
-    /// boxed where it is made, so the layers move a pointer, not the whole future.
+    /// Runs `handler` inside the server's layers and then `tool_layers`.
     pub(super) async fn layered<'a>(
         &'a self,
         scope: &'a Scope,
         method: Method,
         params: Option<&'a RawValue>,
         tool_layers: &'a [Arc<dyn Layer>],
-        handler: Inner<'a>,
+        handler: Pin<&'a mut (dyn Future<Output = Answer> + Send + 'a)>,
     ) -> Result<Reply, ErrorObject> {
         let shaper = Shaper {
             server: self,
             scope,
         };
         let req = Request::new(method, params, &scope.id, &scope.caller, &shaper);
+        // The handler stays where its caller pinned it: no allocation, no copy.
+        let handler: Inner<'_> = Pending::borrowed(handler);
         // A tool's own layers run inside the server's.
         let innermost: Inner<'_> = if tool_layers.is_empty() {
             handler

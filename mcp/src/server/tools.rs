@@ -253,8 +253,7 @@ impl Server {
         if self.inner.layers.is_empty() && tool.layers.is_empty() {
             return self.run_tool(scope, tool, args, token, call).await;
         }
-        // Boxed where it is made: the layers then move a pointer, not the whole future.
-        let run = Box::pin(async move {
+        let run = std::pin::pin!(async move {
             crate::layers::Answer::new(self.run_tool(scope, tool, args, token, call).await)
         });
         self.layered(scope, Method::ToolsCall, params, &tool.layers, run)

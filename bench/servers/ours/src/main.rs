@@ -15,7 +15,7 @@ fn layers_from_env(builder: mcp::ServerBuilder) -> mcp::ServerBuilder {
         return builder;
     }
     builder
-        .layer(Timing)
+        .layer(Timing::new())
         .layer(RateLimit::per_principal(u32::MAX, 1e12))
         .layer(SizeLimit::new(1 << 20))
 }
