@@ -78,8 +78,9 @@
 //! The rooms are layered: `protocol` imports nothing of the crate; `conn` (connection
 //! identity, outbound queues, parked questions) sits on it; `elicit`, `context`, `registry`
 //! and `auth` build on those and never import `server`; `server` ties them together;
-//! transports and `cli` sit on top. `farm-studio look mcp/src` draws it and names any
-//! import cycle.
+//! transports and `cli` sit on top. No module imports one above it. On Streamable HTTP,
+//! local sessions, sessions shared by a cluster and stateless requests all run through one
+//! exchange driver (JSON or SSE); where sessions live is a session backend chosen once.
 
 #![warn(missing_docs)]
 
