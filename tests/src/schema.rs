@@ -1,5 +1,6 @@
 //! Validation of server messages against the official schema of a protocol revision
-//! (`../shared/mcp-schema/<version>/schema.json`, or `$MCP_SCHEMA_DIR/<version>/schema.json`).
+//! (`tests/schema/<version>/schema.json`, vendored in the repository, or
+//! `$MCP_SCHEMA_DIR/<version>/schema.json`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -12,7 +13,7 @@ pub fn schema_dir() -> PathBuf {
     if let Ok(dir) = std::env::var("MCP_SCHEMA_DIR") {
         return PathBuf::from(dir);
     }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/mcp-schema")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema")
 }
 
 /// Validators for one revision's schema, one per definition, built on first use.
