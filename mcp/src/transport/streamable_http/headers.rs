@@ -17,7 +17,7 @@ use axum::http::{HeaderMap, HeaderName};
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::protocol::methods;
+use crate::protocol::methods::{self, Method, Mirrored as MirroredMember};
 use crate::registry::Registry;
 
 use super::VERSION_HEADER;
@@ -79,10 +79,12 @@ pub(crate) fn check(
             body.method
         )));
     }
-    let (source, field) = match body.method {
-        methods::TOOLS_CALL | methods::PROMPTS_GET => (body.name, "params.name"),
-        methods::RESOURCES_READ => (body.uri, "params.uri"),
-        _ => return Ok(()),
+    // Which member `Mcp-Name` mirrors is the method table's to say.
+    let mirrored = Method::parse(body.method).and_then(|m| m.spec().mirrored);
+    let (source, field) = match mirrored {
+        Some(MirroredMember::Name) => (body.name, "params.name"),
+        Some(MirroredMember::Uri) => (body.uri, "params.uri"),
+        None => return Ok(()),
     };
     let header = single(headers, &NAME_HEADER)?;
     match (source, header) {

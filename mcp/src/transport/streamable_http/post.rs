@@ -256,12 +256,10 @@ async fn sessionless(app: &Arc<App>, incoming: Incoming, extras: RequestExtras) 
     match incoming {
         Incoming::Single(Err(e)) => decode_error(&e),
         Incoming::Single(Ok(Message::Request(request))) => {
-            if matches!(
-                request.method.as_str(),
-                methods::LOGGING_SET_LEVEL
-                    | methods::RESOURCES_SUBSCRIBE
-                    | methods::RESOURCES_UNSUBSCRIBE
-            ) {
+            // Which methods change per-session state is the method table's to say.
+            let needs_session = crate::protocol::methods::Method::parse(&request.method)
+                .is_some_and(|m| m.spec().session_state);
+            if needs_session {
                 return json_response(
                     StatusCode::BAD_REQUEST,
                     Reply::error(
