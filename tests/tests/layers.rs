@@ -315,3 +315,69 @@ async fn the_cache_never_answers_one_caller_with_another_callers_read() {
     read(&mut alice2).await;
     assert_eq!(reads.load(Ordering::SeqCst), 4);
 }
+
+/// Appends `0` to every successful tool result as it leaves: through `on_answer` when the
+/// flag says so, else after `next.run` in `on_request`.
+struct Append(&'static str, bool);
+
+impl Layer for Append {
+    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
+        if self.1 {
+            return next.run(req);
+        }
+        Pending::new(async move { append(req, next.run(req).await, self.0) })
+    }
+
+    fn on_answer(&self, req: &Request<'_>, answer: mcp::layers::Answer) -> mcp::layers::Answer {
+        if self.1 {
+            append(req, answer, self.0)
+        } else {
+            answer
+        }
+    }
+}
+
+fn append(req: &Request<'_>, answer: mcp::layers::Answer, text: &str) -> mcp::layers::Answer {
+    match answer.tool_result() {
+        Some(mut r) => {
+            r.content.push(ContentBlock::text(text));
+            req.answer_tool(r)
+        }
+        None => answer,
+    }
+}
+
+#[tokio::test]
+async fn answers_leave_through_every_layer_innermost_first_whichever_hook_it_uses() {
+    let add = ToolDef::from_fn("add", "Adds.", |_ctx, x: Add| async move { x.a + x.b })
+        .layer(Append("tool", true));
+    let server = Server::builder("onion", "1.0.0")
+        .tool(add)
+        .authorizer(auth::allow_all())
+        .layer(Append("outermost", true))
+        .layer(Append("middle", false))
+        .layer(Append("inner", true))
+        .layer(Append("innermost", true))
+        .build()
+        .expect("server");
+    let mut client = TestClient::connect(&server);
+    client.initialize(json!({})).await.unwrap();
+    let result = client
+        .call_tool("add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap();
+    let texts: Vec<String> = result
+        .content
+        .iter()
+        .map(|c| {
+            serde_json::to_value(c).unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        ["3", "tool", "innermost", "inner", "middle", "outermost"]
+    );
+}

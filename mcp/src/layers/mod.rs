@@ -86,7 +86,13 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// chain as [`Next::run`] gave it. Passing a request on costs no allocation; only a layer
 /// that does something after the rest of the chain boxes its future.
 #[must_use = "a layer's answer does nothing unless returned"]
-pub struct Pending<'a>(PendingKind<'a>);
+pub struct Pending<'a> {
+    kind: PendingKind<'a>,
+    /// Layers whose [`Layer::on_answer`] the answer passes on its way out, outermost first
+    /// (applied from the last): a run of neighbours in one chain, so no list is allocated.
+    after: &'a [Arc<dyn Layer>],
+    req: Option<&'a Request<'a>>,
+}
 
 enum PendingKind<'a> {
     Boxed(BoxFuture<'a, Answer>),
@@ -97,12 +103,41 @@ enum PendingKind<'a> {
 impl<'a> Pending<'a> {
     /// An answer that needs work first (say, around `next.run(req).await`).
     pub fn new(work: impl Future<Output = Answer> + Send + 'a) -> Self {
-        Pending(PendingKind::Boxed(Box::pin(work)))
+        Pending::of(PendingKind::Boxed(Box::pin(work)))
     }
 
     /// An answer known now.
     pub fn ready(answer: Answer) -> Self {
-        Pending(PendingKind::Ready(Some(answer)))
+        Pending::of(PendingKind::Ready(Some(answer)))
+    }
+
+    fn of(kind: PendingKind<'a>) -> Self {
+        Pending {
+            kind,
+            after: &[],
+            req: None,
+        }
+    }
+
+    /// Adds `layers[0]` to the layers this answer passes on its way out. `layers[1..]` is
+    /// the chain this answer came from, so the run grows without allocating; an answer
+    /// from elsewhere (a boxed future, another chain) starts a run of its own, after its
+    /// earlier run is applied inside a box.
+    fn passing(self, layers: &'a [Arc<dyn Layer>], req: &'a Request<'a>) -> Self {
+        let adjacent =
+            self.after.is_empty() || std::ptr::eq(self.after.as_ptr(), layers[1..].as_ptr());
+        if adjacent {
+            return Pending {
+                kind: self.kind,
+                after: &layers[..=self.after.len()],
+                req: Some(req),
+            };
+        }
+        Pending {
+            kind: PendingKind::Boxed(Box::pin(self)),
+            after: &layers[..1],
+            req: Some(req),
+        }
     }
 }
 
@@ -110,15 +145,26 @@ impl Future for Pending<'_> {
     type Output = Answer;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Answer> {
-        match &mut self.0 {
-            PendingKind::Boxed(work) => work.as_mut().poll(cx),
-            PendingKind::Borrowed(work) => work.as_mut().poll(cx),
+        use std::task::Poll;
+        let answer = match &mut self.kind {
+            PendingKind::Boxed(work) => std::task::ready!(work.as_mut().poll(cx)),
+            PendingKind::Borrowed(work) => std::task::ready!(work.as_mut().poll(cx)),
             PendingKind::Ready(answer) => match answer.take() {
-                Some(a) => std::task::Poll::Ready(a),
+                Some(a) => a,
                 // Polled again after it completed: it never completes again.
-                None => std::task::Poll::Pending,
+                None => return Poll::Pending,
             },
-        }
+        };
+        let Some(req) = self.req else {
+            return Poll::Ready(answer);
+        };
+        // On its way out, innermost first.
+        let answer = self
+            .after
+            .iter()
+            .rev()
+            .fold(answer, |answer, layer| layer.on_answer(req, answer));
+        Poll::Ready(answer)
     }
 }
 
@@ -177,6 +223,14 @@ pub trait Layer: Send + Sync + 'static {
         next.run(req)
     }
 
+    /// Every answer leaving this layer (from the layers and the handler inside it, or from
+    /// this layer's own [`Layer::on_request`]), without a future: the cheap way to look at,
+    /// log or replace answers. Runs innermost layer first, as the answer travels out.
+    fn on_answer(&self, req: &Request<'_>, answer: Answer) -> Answer {
+        let _ = req;
+        answer
+    }
+
     /// A notification from the client (after the server acted on it).
     fn on_notification(&self, notification: &NotificationInfo<'_>) {
         let _ = notification;
@@ -194,7 +248,7 @@ pub(crate) type Inner<'a> = Pending<'a>;
 impl<'a> Pending<'a> {
     /// The handler, pinned where the pipeline keeps it: no allocation.
     pub(crate) fn borrowed(work: Pin<&'a mut (dyn Future<Output = Answer> + Send + 'a)>) -> Self {
-        Pending(PendingKind::Borrowed(work))
+        Pending::of(PendingKind::Borrowed(work))
     }
 }
 
@@ -212,13 +266,15 @@ impl<'a> Next<'a> {
     /// Passes the request on to the next layer, or to the handler after the last one.
     pub fn run(self, req: &'a Request<'a>) -> Pending<'a> {
         match self.layers.split_first() {
-            Some((first, rest)) => first.on_request(
-                req,
-                Next {
-                    layers: rest,
-                    inner: self.inner,
-                },
-            ),
+            Some((first, rest)) => first
+                .on_request(
+                    req,
+                    Next {
+                        layers: rest,
+                        inner: self.inner,
+                    },
+                )
+                .passing(self.layers, req),
             None => self.inner,
         }
     }

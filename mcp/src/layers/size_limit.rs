@@ -1,6 +1,6 @@
 //! [`SizeLimit`]: refuses answers larger than a limit.
 
-use super::{Layer, Method, Next, Pending, Request, codes};
+use super::{Answer, Layer, Method, Request, codes};
 use crate::protocol::{CallToolResult, ErrorObject};
 
 /// Refuses an answer whose result is larger than `max_bytes` of JSON: a tool call gets an
@@ -19,23 +19,20 @@ impl SizeLimit {
 }
 
 impl Layer for SizeLimit {
-    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
-        Pending::new(async move {
-            let answer = next.run(req).await;
-            let len = answer.json_len();
-            if len <= self.max_bytes {
-                return answer;
-            }
-            tracing::warn!(target: "mcp::layers", method = req.method().name(), len, max = self.max_bytes, "answer over the size limit refused");
-            let message = format!(
-                "result_too_large: the result is {len} bytes; this server sends at most {} bytes",
-                self.max_bytes
-            );
-            if req.method() == Method::ToolsCall {
-                req.answer_tool(CallToolResult::error(message))
-            } else {
-                req.refuse(ErrorObject::new(codes::RESULT_TOO_LARGE, message))
-            }
-        })
+    fn on_answer(&self, req: &Request<'_>, answer: Answer) -> Answer {
+        let len = answer.json_len();
+        if len <= self.max_bytes {
+            return answer;
+        }
+        tracing::warn!(target: "mcp::layers", method = req.method().name(), len, max = self.max_bytes, "answer over the size limit refused");
+        let message = format!(
+            "result_too_large: the result is {len} bytes; this server sends at most {} bytes",
+            self.max_bytes
+        );
+        if req.method() == Method::ToolsCall {
+            req.answer_tool(CallToolResult::error(message))
+        } else {
+            req.refuse(ErrorObject::new(codes::RESULT_TOO_LARGE, message))
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! [`Timing`]: how long each request took, into `tracing`.
 
-use super::{Layer, Next, Pending, Request};
+use super::{Answer, Layer, Request};
 
 /// Records each request's method, target, outcome and duration as a `tracing` event
 /// (target `mcp::timing`), at DEBUG unless [`Timing::info`] says INFO, timed from when the
@@ -24,30 +24,27 @@ impl Timing {
 }
 
 impl Layer for Timing {
-    fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
-        Pending::new(async move {
-            let answer = next.run(req).await;
-            // The fields (the clock read among them) are only evaluated when the event is
-            // enabled.
-            macro_rules! event {
-                ($level:expr) => {
-                    tracing::event!(
-                        target: "mcp::timing",
-                        $level,
-                        method = req.method().name(),
-                        target_name = req.target().unwrap_or(""),
-                        error = answer.is_error(),
-                        micros = req.received().elapsed().as_micros() as u64,
-                        "request served"
-                    )
-                };
-            }
-            if self.info {
-                event!(tracing::Level::INFO);
-            } else {
-                event!(tracing::Level::DEBUG);
-            }
-            answer
-        })
+    fn on_answer(&self, req: &Request<'_>, answer: Answer) -> Answer {
+        // The fields (the clock read among them) are only evaluated when the event is
+        // enabled.
+        macro_rules! event {
+            ($level:expr) => {
+                tracing::event!(
+                    target: "mcp::timing",
+                    $level,
+                    method = req.method().name(),
+                    target_name = req.target().unwrap_or(""),
+                    error = answer.is_error(),
+                    micros = req.received().elapsed().as_micros() as u64,
+                    "request served"
+                )
+            };
+        }
+        if self.info {
+            event!(tracing::Level::INFO);
+        } else {
+            event!(tracing::Level::DEBUG);
+        }
+        answer
     }
 }
