@@ -26,11 +26,12 @@ awk '
   /^```$/ && inside { inside = 0; if (block ~ /\[package\]/) { printf "%s", block; exit } next }
   inside { block = block $0 "\n" }
 ' README.md >"$crate/Cargo.toml"
-grep -q '^mcp = { path = "../mcp/mcp"' "$crate/Cargo.toml" || {
-  echo "README.md: no Cargo.toml block with mcp = { path = \"../mcp/mcp\" ... }" >&2
+# The README shows the crates.io form; here it is pointed at this checkout.
+grep -q '^mcp = { package = "mcp-guarded", version = "0.1"' "$crate/Cargo.toml" || {
+  echo "README.md: no Cargo.toml block with mcp = { package = \"mcp-guarded\", version = \"0.1\" ... }" >&2
   exit 1
 }
-sed -i "s|path = \"../mcp/mcp\"|path = \"$root/mcp\"|" "$crate/Cargo.toml"
+sed -i "s|version = \"0.1\"|path = \"$root/mcp\"|" "$crate/Cargo.toml"
 # Its own workspace root, not a member of the one it sits in.
 printf '\n[workspace]\n' >>"$crate/Cargo.toml"
 # The workspace's versions: nothing new to fetch or build.

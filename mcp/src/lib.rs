@@ -83,6 +83,7 @@
 //! exchange driver (JSON or SSE); where sessions live is a session backend chosen once.
 
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 extern crate self as mcp;
 
