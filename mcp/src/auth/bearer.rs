@@ -104,6 +104,7 @@ where
 }
 
 #[cfg(feature = "jwt")]
+#[cfg_attr(docsrs, doc(cfg(feature = "jwt")))]
 pub use jwt::{JwtConfigError, JwtVerifier};
 
 #[cfg(feature = "jwt")]

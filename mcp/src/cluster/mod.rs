@@ -36,6 +36,7 @@
 
 pub mod memory;
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
 
 use crate::protocol::methods::ListKind;
