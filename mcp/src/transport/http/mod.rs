@@ -106,143 +106,35 @@
 //! auth there is no token to step up, and the core's tool seam answers with an `isError`
 //! result naming the missing scopes (a network caller without a token holds none).
 
-mod config;
-mod guard;
-mod oauth;
+pub(crate) mod app;
+pub(crate) mod build;
+pub(crate) mod config;
+mod error;
+pub(crate) mod guard;
+pub(crate) mod oauth;
 pub(crate) mod sse_body;
 
-use std::fmt;
 use std::future::Future;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Router;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 /// The axum version the routers are built with, so an application can name
 /// [`axum::Router`] and add layers without a version mismatch.
 pub use axum;
+pub(crate) use build::{Transports, build};
 pub use config::{DEFAULT_ALLOWED_HOSTS, HttpConfig};
+pub use error::HttpError;
 pub use oauth::{BearerAuth, METADATA_PATH};
 
-pub(crate) use guard::{
-    accepts, bad_request, declared_too_large, http_headers, is_json, json_response,
-    payload_too_large, read_body, rpc_error, unsupported_media_type,
-};
-
-use crate::auth::deployment::BootRefused;
 use crate::server::Server;
 
 /// The address [`serve`] callers use when none is given: loopback only, port 8080 (the
 /// same default as the binary's `--bind`).
 pub const DEFAULT_ADDR: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 8080));
-
-/// Why an HTTP transport did not start or stopped.
-#[derive(Debug)]
-pub enum HttpError {
-    /// The boot guard refused: authorization is required and not configured.
-    Refused(BootRefused),
-    /// The configuration cannot work.
-    Config(String),
-    /// Binding or serving failed.
-    Io(io::Error),
-}
-
-impl fmt::Display for HttpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            HttpError::Refused(r) => write!(f, "{r}"),
-            HttpError::Config(why) => write!(f, "invalid HTTP transport configuration: {why}"),
-            HttpError::Io(e) => write!(f, "HTTP transport I/O error: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for HttpError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            HttpError::Refused(r) => Some(r),
-            HttpError::Io(e) => Some(e),
-            HttpError::Config(_) => None,
-        }
-    }
-}
-
-impl From<io::Error> for HttpError {
-    fn from(e: io::Error) -> Self {
-        HttpError::Io(e)
-    }
-}
-
-/// Which transports a router serves.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Transports {
-    pub(crate) streamable: bool,
-    pub(crate) legacy_sse: bool,
-}
-
-impl Transports {
-    fn context(self) -> &'static str {
-        match (self.streamable, self.legacy_sse) {
-            (true, true) => "MCP HTTP transports (Streamable HTTP and HTTP+SSE)",
-            (true, false) => "MCP Streamable HTTP transport",
-            _ => "MCP HTTP+SSE transport",
-        }
-    }
-}
-
-/// What every handler of one router shares.
-pub(crate) struct App {
-    pub(crate) server: Server,
-    pub(crate) config: HttpConfig,
-    pub(crate) max_body: usize,
-    pub(crate) bearer: Option<Arc<BearerAuth>>,
-    pub(crate) sessions: Arc<super::streamable_http::SessionTable>,
-    pub(crate) sse_sessions: Arc<super::sse::SseTable>,
-    /// Whether the task that shuts the server down with the router is running.
-    shutdown_watched: AtomicBool,
-    /// Cancelled when the router is dropped, ending that task.
-    dropped: CancellationToken,
-}
-
-impl App {
-    /// Starts (once: when the router is built inside a runtime, else on the first request)
-    /// the task
-    /// that calls [`Server::shutdown`] when the configuration's shutdown token is
-    /// cancelled: open `subscriptions/listen` streams then end with their final result
-    /// while the HTTP server drains.
-    pub(crate) fn watch_shutdown(&self) {
-        if self.shutdown_watched.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        if let Some(cluster) = self.server.cluster()
-            && let Err(e) = cluster.start()
-        {
-            tracing::error!(target: "mcp::cluster", error = %e, "cannot join the cluster");
-        }
-        let server = self.server.clone();
-        let shutdown = self.config.shutdown.clone();
-        let dropped = self.dropped.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = shutdown.cancelled() => server.shutdown(),
-                _ = dropped.cancelled() => {}
-            }
-        });
-    }
-}
-
-impl Drop for App {
-    fn drop(&mut self) {
-        self.dropped.cancel();
-    }
-}
 
 /// The router serving Streamable HTTP at the configured endpoint (and the legacy HTTP+SSE
 /// routes when [`HttpConfig::legacy_sse`] is on), `GET /health`, and Protected Resource
@@ -291,97 +183,6 @@ pub(crate) async fn run_bound(
     addr: SocketAddr,
 ) -> Result<(), HttpError> {
     HttpServer::bind(app, config, addr).await?.run().await
-}
-
-/// Builds a router for `transports`.
-pub(crate) fn build(
-    server: Server,
-    config: HttpConfig,
-    transports: Transports,
-) -> Result<Router, HttpError> {
-    config.validate().map_err(HttpError::Config)?;
-    if let Some(b) = &config.bearer {
-        b.validate().map_err(HttpError::Config)?;
-    }
-    let guard = guard::Guard::new(
-        &config.allowed_hosts,
-        &config.allowed_origins,
-        config.max_header_bytes,
-    )
-    .map_err(HttpError::Config)?;
-    config
-        .guard
-        .check(
-            server.authorization_configured(),
-            server.read_authorization_configured(),
-            transports.context(),
-        )
-        .map_err(HttpError::Refused)?;
-    if config.max_sessions >= server.config().max_connections {
-        tracing::warn!(target: "mcp::http", max_sessions = config.max_sessions, max_connections = server.config().max_connections,
-            "max_sessions is not below the server's max_connections: the server may evict live sessions' state");
-    }
-
-    let max_body = config
-        .max_body_bytes
-        .unwrap_or(server.config().max_message_size);
-    let bearer = config.bearer.clone().map(Arc::new);
-    if let Some(cluster) = server.cluster()
-        && tokio::runtime::Handle::try_current().is_ok()
-        && let Err(e) = cluster.start()
-    {
-        return Err(HttpError::Config(format!("cannot join the cluster: {e}")));
-    }
-    let app = Arc::new(App {
-        sessions: super::streamable_http::SessionTable::new(&config, server.cluster()),
-        sse_sessions: super::sse::SseTable::new(&config),
-        server,
-        max_body,
-        bearer: bearer.clone(),
-        config,
-        shutdown_watched: AtomicBool::new(false),
-        dropped: CancellationToken::new(),
-    });
-
-    let mut mcp = Router::new();
-    if transports.streamable {
-        mcp = mcp.merge(super::streamable_http::routes(&app));
-    }
-    if transports.legacy_sse {
-        mcp = mcp.merge(super::sse::routes(&app));
-    }
-    if let Some(auth) = &bearer {
-        mcp = mcp.route_layer(axum::middleware::from_fn_with_state(
-            Arc::clone(auth),
-            oauth::bearer_layer,
-        ));
-        let mut metadata = Router::new();
-        for path in auth.metadata_paths() {
-            metadata = metadata.route(&path, get(oauth::metadata_handler));
-        }
-        mcp = mcp.merge(metadata.with_state(Arc::clone(auth)));
-    }
-    if tokio::runtime::Handle::try_current().is_ok() {
-        // Built inside a runtime (the usual case): watch for shutdown from the start.
-        // Otherwise the first request starts the watch.
-        app.watch_shutdown();
-    }
-    let guarded = mcp.layer(axum::middleware::from_fn_with_state(
-        Arc::new(guard),
-        guard::guard_layer,
-    ));
-    Ok(Router::new()
-        .route("/health", get(health))
-        .merge(guarded)
-        .fallback(not_found))
-}
-
-async fn health() -> Response {
-    json_response(StatusCode::OK, r#"{"status":"ok"}"#.to_owned())
-}
-
-async fn not_found() -> Response {
-    (StatusCode::NOT_FOUND, "Not found").into_response()
 }
 
 /// A TCP listener that sets `TCP_NODELAY` on every accepted socket. Without it, a small

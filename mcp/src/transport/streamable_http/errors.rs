@@ -5,12 +5,12 @@ use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
 
+use super::request::SESSION_HEADER;
 use super::session::Session;
-use super::with_session;
 use crate::protocol::codes;
 use crate::protocol::jsonrpc::DecodeError;
 use crate::server::Reply;
-use crate::transport::http::{bad_request, json_response, rpc_error};
+use crate::transport::http::guard::{bad_request, json_response, rpc_error};
 
 pub(super) fn session_not_found() -> Response {
     rpc_error(
@@ -90,4 +90,12 @@ pub(super) fn already_open(session: &Session) -> Response {
         ),
         session,
     )
+}
+
+/// `response` with the session's id in `Mcp-Session-Id`.
+pub(super) fn with_session(mut response: Response, session: &Session) -> Response {
+    if let Ok(v) = HeaderValue::from_str(&session.id) {
+        response.headers_mut().insert(SESSION_HEADER, v);
+    }
+    response
 }

@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::protocol::methods::{self, Method, Mirrored as MirroredMember};
 use crate::registry::Registry;
 
-use super::VERSION_HEADER;
+use super::request::VERSION_HEADER;
 
 /// `Mcp-Method`.
 pub(crate) const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");

@@ -19,45 +19,53 @@
 //!
 //! GET and DELETE without `Mcp-Session-Id` get 405: the stateless revision has no stream
 //! to open and no session to end.
-
 mod backend;
 mod errors;
 mod exchange;
 mod headers;
 mod post;
-mod session;
+mod request;
+pub(crate) mod session;
 mod stateless;
 
 use std::sync::Arc;
 
-use axum::Extension;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use axum::routing::post;
 
-use session::Session;
 pub(crate) use session::SessionTable;
 
-use crate::auth::Principal;
-use crate::protocol::{ProtocolVersion, codes};
+use crate::protocol::codes;
+use crate::transport::http::app::App;
+use crate::transport::http::config::HttpConfig;
+use crate::transport::http::guard::{accepts, rpc_error};
 use crate::transport::http::sse_body::{Stops, sse_response};
-use crate::transport::http::{App, accepts, bad_request, rpc_error};
-use errors::{no_session_to_end, no_stream_without_session};
+use errors::{no_session_to_end, no_stream_without_session, with_session};
 use post::post_handler;
+use request::{
+    LAST_EVENT_ID, MaybePrincipal, SESSION_HEADER, lookup, principal_of, session_header,
+    version_header,
+};
 
-/// `Mcp-Session-Id`.
-pub(crate) const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
-/// `MCP-Protocol-Version`.
-pub(crate) const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
-/// `Last-Event-ID`.
-const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
-
-/// The one connection every sessionless request shares. It never has a transport attached,
-/// so it can never be asked anything.
-pub(super) const ANONYMOUS: &str = "http-anonymous";
+/// The session table of a router: sessions on this replica, or shared by a cluster.
+pub(crate) fn session_table(
+    config: &HttpConfig,
+    cluster: Option<&crate::cluster::Cluster>,
+) -> Arc<SessionTable> {
+    let backend: Arc<dyn session::SessionBackend> = match cluster {
+        None => Arc::new(backend::local::LocalSessions),
+        Some(c) => Arc::new(backend::cluster::ClusterSessions::new(
+            c.clone(),
+            config.session_idle_timeout,
+            config.event_store_events,
+        )),
+    };
+    SessionTable::new(config, backend)
+}
 
 /// The routes of the endpoint.
 pub(crate) fn routes(app: &Arc<App>) -> Router {
@@ -67,71 +75,6 @@ pub(crate) fn routes(app: &Arc<App>) -> Router {
             post(post_handler).get(get_handler).delete(delete_handler),
         )
         .with_state(Arc::clone(app))
-}
-
-pub(super) type MaybePrincipal = Option<Extension<Arc<Principal>>>;
-
-pub(super) fn principal_of(p: MaybePrincipal) -> Option<Arc<Principal>> {
-    p.map(|Extension(p)| p)
-}
-
-/// The `MCP-Protocol-Version` header: absent, or a handshake revision (400 otherwise).
-#[allow(clippy::result_large_err)]
-pub(super) fn version_header(headers: &HeaderMap) -> Result<Option<ProtocolVersion>, Response> {
-    let Some(value) = headers.get(&VERSION_HEADER) else {
-        return Ok(None);
-    };
-    let supported = || {
-        ProtocolVersion::HANDSHAKE
-            .iter()
-            .map(|v| v.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let text = value.to_str().unwrap_or("").trim();
-    match text.parse::<ProtocolVersion>() {
-        Ok(v) if ProtocolVersion::HANDSHAKE.contains(&v) => Ok(Some(v)),
-        _ => Err(bad_request(format!(
-            "Bad Request: unsupported MCP-Protocol-Version {text:?}; this endpoint's sessions speak {}",
-            supported()
-        ))),
-    }
-}
-
-/// The `Mcp-Session-Id` header, if present; 400 for one that cannot be a session id.
-#[allow(clippy::result_large_err)]
-pub(super) fn session_header(headers: &HeaderMap) -> Result<Option<String>, Response> {
-    let Some(value) = headers.get(&SESSION_HEADER) else {
-        return Ok(None);
-    };
-    match value.to_str() {
-        Ok(s) if !s.is_empty() && s.bytes().all(|b| (0x21..=0x7e).contains(&b)) => {
-            Ok(Some(s.to_owned()))
-        }
-        _ => Err(bad_request(
-            "Bad Request: Mcp-Session-Id must be visible ASCII (0x21-0x7E)",
-        )),
-    }
-}
-
-/// The live session named by the request, owned by its principal; an error response
-/// otherwise (see [`backend::SessionBackend::lookup`]).
-pub(super) async fn lookup(
-    app: &App,
-    id: &str,
-    principal: Option<&Principal>,
-) -> Result<Arc<Session>, Response> {
-    app.sessions
-        .backend()
-        .lookup(&app.sessions, &app.server, id, principal)
-        .await
-}
-
-pub(super) fn with_session(mut response: Response, session: &Session) -> Response {
-    if let Ok(v) = HeaderValue::from_str(&session.id) {
-        response.headers_mut().insert(SESSION_HEADER, v);
-    }
-    response
 }
 
 async fn get_handler(
@@ -223,24 +166,4 @@ async fn delete_handler(
     let mut r = Response::new(Body::empty());
     *r.status_mut() = StatusCode::NO_CONTENT;
     r
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn version_headers_must_name_a_handshake_revision() {
-        let mut h = HeaderMap::new();
-        assert_eq!(version_header(&h).ok(), Some(None));
-        h.insert(VERSION_HEADER, HeaderValue::from_static("2025-06-18"));
-        assert_eq!(
-            version_header(&h).ok(),
-            Some(Some(ProtocolVersion::V2025_06_18))
-        );
-        for bad in ["2026-07-28", "2025-01-01", "junk", ""] {
-            h.insert(VERSION_HEADER, HeaderValue::from_static(bad));
-            assert!(version_header(&h).is_err(), "{bad}");
-        }
-    }
 }

@@ -9,26 +9,27 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use serde::Deserialize;
 use tokio::sync::{mpsc, oneshot};
 
+use super::errors::with_session;
 use super::errors::{accepted, decode_error, session_not_found, session_required, sessions_full};
 use super::exchange::{Answer, drive};
-use super::session::{self, LIVE_CAPACITY, Session};
-use super::{
-    ANONYMOUS, MaybePrincipal, VERSION_HEADER, lookup, principal_of, session_header, stateless,
-    version_header, with_session,
+use super::request::{
+    ANONYMOUS, MaybePrincipal, VERSION_HEADER, lookup, principal_of, session_header, step_up,
+    version_header,
 };
-use crate::auth::Principal;
+use super::session::{self, LIVE_CAPACITY, Session};
+use super::stateless;
 use crate::protocol::inbound::{EraSignals, VersionHeader};
 use crate::protocol::jsonrpc::{Incoming, decode};
-use crate::protocol::{Era, ErrorObject, Message, ProtocolVersion, Request, codes, methods};
+use crate::protocol::{Era, ErrorObject, Message, ProtocolVersion, codes, methods};
 use crate::server::{ConnId, Outbound, Reply, RequestExtras, Transport};
-use crate::transport::http::sse_body::{Stops, sse_response};
-use crate::transport::http::{
-    App, accepts, bad_request, declared_too_large, http_headers, is_json, json_response,
+use crate::transport::http::app::App;
+use crate::transport::http::guard::{
+    accepts, bad_request, declared_too_large, http_headers, is_json, json_response,
     payload_too_large, read_body, rpc_error, unsupported_media_type,
 };
+use crate::transport::http::sse_body::{Stops, sse_response};
 
 /// The path a POST takes.
 #[derive(Debug, PartialEq, Eq)]
@@ -290,33 +291,6 @@ async fn sessionless(app: &Arc<App>, incoming: Incoming, extras: RequestExtras) 
             "Invalid request: JSON-RPC batches are only part of protocol 2025-03-26 and need a session",
         ),
     }
-}
-
-#[derive(Deserialize)]
-struct ToolName {
-    name: String,
-}
-
-/// With bearer auth, a `tools/call` of a tool whose scopes the token lacks is answered with
-/// 403 `insufficient_scope` (so the client can step up) instead of reaching the tool seam.
-pub(super) fn step_up(
-    app: &App,
-    request: &Request,
-    principal: Option<&Principal>,
-) -> Option<Response> {
-    let (Some(auth), Some(principal)) = (&app.bearer, principal) else {
-        return None;
-    };
-    if request.method != methods::TOOLS_CALL {
-        return None;
-    }
-    let name = serde_json::from_str::<ToolName>(request.params.as_ref()?.get())
-        .ok()?
-        .name;
-    let snapshot = app.server.registry().snapshot();
-    let tool = snapshot.tool(&name)?;
-    let needed = auth.missing_for_tool(principal, tool.required_scopes())?;
-    Some(auth.insufficient_scope(&needed))
 }
 
 /// Runs a POST's requests on their own task (a client disconnecting does not cancel

@@ -17,13 +17,74 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::backend::SessionBackend;
+use super::exchange::StreamLog;
 use crate::auth::Principal;
 use crate::cluster::SessionRecord;
+use crate::layers::BoxFuture;
+use crate::protocol::Message;
 use crate::protocol::ProtocolVersion;
 use crate::server::{ConnId, Connection, Outbound, OutboundReceiver, Server, Transport};
-use crate::transport::http::HttpConfig;
+use crate::transport::http::config::HttpConfig;
 use crate::transport::http::sse_body::{SseEvent, message_event};
+use axum::response::Response;
+
+/// A GET stream: its events, and whether it is the session's standalone stream (which ends
+/// only at shutdown) rather than a resumed POST stream.
+pub(crate) type Opened = (mpsc::Receiver<Bytes>, bool);
+
+/// What differs between sessions kept here and sessions shared by replicas.
+pub(crate) trait SessionBackend: Send + Sync + 'static {
+    /// Called once the table exists; a cluster listens to the other replicas here (the
+    /// returned handler must be kept alive by the table).
+    fn attach(&self, table: Weak<SessionTable>) -> Option<crate::cluster::BusHandler>;
+
+    /// The session a request names, if it is alive and owned by `principal`; the error
+    /// response otherwise (404, or 503 when a shared store is unreachable).
+    fn lookup<'a>(
+        &'a self,
+        table: &'a Arc<SessionTable>,
+        server: &'a Server,
+        id: &'a str,
+        principal: Option<&'a Principal>,
+    ) -> BoxFuture<'a, Result<Arc<Session>, Response>>;
+
+    /// A session whose `initialize` just succeeded here; an error response when it could
+    /// not be made known where it must be.
+    fn created<'a>(&'a self, session: &'a Session) -> BoxFuture<'a, Result<(), Response>>;
+
+    /// A notification, or an answer to one of the server's questions, on a session.
+    fn deliver<'a>(&'a self, session: &'a Session, message: Message) -> BoxFuture<'a, ()>;
+
+    /// Where the stream of an exchange about to run `requests` goes.
+    fn stream_log(
+        &self,
+        session: &Arc<Session>,
+        live: mpsc::Sender<Bytes>,
+        priming: Option<Duration>,
+        requests: &[Message],
+    ) -> Box<dyn StreamLog>;
+
+    /// Opens the session's GET stream, or resumes the stream `last_event_id` names.
+    fn open_get<'a>(
+        &'a self,
+        session: &'a Arc<Session>,
+        last_event_id: Option<&'a str>,
+        priming: Option<Duration>,
+    ) -> BoxFuture<'a, Result<Opened, Response>>;
+
+    /// Ends a session (everywhere).
+    fn remove<'a>(
+        &'a self,
+        table: &'a SessionTable,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<(), Response>>;
+
+    /// A frame the server sends the session outside any request, for its GET stream.
+    fn push<'a>(&'a self, session: &'a Session, frame: String) -> BoxFuture<'a, ()>;
+
+    /// Sessions busy on this replica: a cluster extends their life everywhere.
+    fn keep_alive<'a>(&'a self, busy: Vec<Arc<str>>) -> BoxFuture<'a, ()>;
+}
 
 /// The standalone (GET) stream of every session.
 pub(crate) const STANDALONE: u64 = 0;
@@ -423,15 +484,7 @@ pub(crate) struct SessionTable {
 }
 
 impl SessionTable {
-    pub(crate) fn new(config: &HttpConfig, cluster: Option<&crate::cluster::Cluster>) -> Arc<Self> {
-        let backend: Arc<dyn SessionBackend> = match cluster {
-            None => Arc::new(super::backend::local::LocalSessions),
-            Some(c) => Arc::new(super::backend::cluster::ClusterSessions::new(
-                c.clone(),
-                config.session_idle_timeout,
-                config.event_store_events,
-            )),
-        };
+    pub(crate) fn new(config: &HttpConfig, backend: Arc<dyn SessionBackend>) -> Arc<Self> {
         Arc::new_cyclic(|weak: &Weak<SessionTable>| SessionTable {
             _bus_handler: backend.attach(weak.clone()),
             backend,

@@ -41,11 +41,10 @@ use axum::response::Response;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
-use super::VERSION_HEADER;
 use super::errors::{accepted, decode_error};
 use super::exchange::{Answer, StreamLog, drive};
 use super::headers::{self, Mirrored};
-use super::post::step_up;
+use super::request::{VERSION_HEADER, step_up};
 use super::session::LIVE_CAPACITY;
 use crate::auth::Principal;
 use crate::conn::HttpHeaders;
@@ -54,8 +53,9 @@ use crate::protocol::inbound::{ParamsHead, StatelessMeta};
 use crate::protocol::jsonrpc::Incoming;
 use crate::protocol::{Era, ErrorObject, Message, Request, RequestId, codes, meta_keys};
 use crate::server::{ConnId, Outbound, Reply, RequestExtras, Transport};
+use crate::transport::http::app::App;
+use crate::transport::http::guard::{bad_request, http_headers, json_response};
 use crate::transport::http::sse_body::{Stops, message_event, sse_response};
-use crate::transport::http::{App, bad_request, http_headers, json_response};
 
 /// The connection id every stateless request is served under (each with state of its own,
 /// see [`crate::Server::detached`]). It never has a transport

@@ -29,7 +29,6 @@ use axum::response::Response;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{Opened, SessionBackend};
 use crate::auth::Principal;
 use crate::cluster::{
     BusMessage, Cluster, ParkedAsk, SessionChange, SessionRecord, StoreError, StreamCall,
@@ -43,15 +42,15 @@ use crate::protocol::{
 };
 use crate::server::Server;
 use crate::server::{Connection, Reply};
-use crate::transport::http::bad_request;
-use crate::transport::http::rpc_error;
+use crate::transport::http::guard::bad_request;
+use crate::transport::http::guard::rpc_error;
 use crate::transport::http::sse_body::message_event;
+use crate::transport::streamable_http::errors::with_session;
 use crate::transport::streamable_http::errors::{already_open, session_not_found, sessions_full};
 use crate::transport::streamable_http::exchange::StreamLog;
 use crate::transport::streamable_http::session::{
-    AlreadyOpen, Full, LIVE_CAPACITY, STANDALONE, Session, SessionTable,
+    AlreadyOpen, Full, LIVE_CAPACITY, Opened, STANDALONE, Session, SessionBackend, SessionTable,
 };
-use crate::transport::streamable_http::with_session;
 
 /// What a replica's session table shares, and how.
 pub(crate) struct Shared {

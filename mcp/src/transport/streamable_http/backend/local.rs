@@ -8,16 +8,15 @@ use axum::body::Bytes;
 use axum::response::Response;
 use tokio::sync::mpsc;
 
-use super::{Opened, SessionBackend};
 use crate::auth::Principal;
 use crate::layers::BoxFuture;
 use crate::protocol::Message;
 use crate::server::{Reply, Server};
-use crate::transport::http::bad_request;
+use crate::transport::http::guard::bad_request;
 use crate::transport::streamable_http::errors::{already_open, session_not_found};
 use crate::transport::streamable_http::exchange::StreamLog;
 use crate::transport::streamable_http::session::{
-    AlreadyOpen, EventId, Resume, STANDALONE, Session, SessionTable,
+    AlreadyOpen, EventId, Opened, Resume, STANDALONE, Session, SessionBackend, SessionTable,
 };
 
 /// Sessions on this replica only.
