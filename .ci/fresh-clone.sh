@@ -10,8 +10,11 @@ root=$PWD
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 git clone --quiet --no-local . "$tmp/mcp"
-# One target directory for every CI step: what the clone builds is reused afterwards.
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+# A target directory of its own, kept between runs: cargo names the artifacts of
+# workspace members by their path inside the workspace, not on disk, so sharing the main
+# one would let the checkout's run reuse test binaries that point into this clone (gone
+# after this script) instead of building its own.
+export CARGO_TARGET_DIR="${FRESH_CLONE_TARGET_DIR:-$root/target/fresh-clone}"
 cd "$tmp/mcp"
 if [ -e ../shared ]; then
   echo "fresh clone: unexpected ../shared beside the clone" >&2
