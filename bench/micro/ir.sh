@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions per in-process dispatch, from callgrind: the difference between runs of
 # 2N and N dispatches, divided by N, so start-up cost cancels out.
-#   bench/micro/ir.sh [call|modern|list|layered] [N]
+#   bench/micro/ir.sh [call|stateless|list|layered] [N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-call}
