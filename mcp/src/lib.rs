@@ -107,15 +107,23 @@ pub mod transport;
 mod util;
 
 pub use context::Ctx;
+#[cfg(feature = "macros")]
+#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 #[doc = include_str!("docs/tool.md")]
 pub use mcp_macros::tool;
 
+#[cfg(feature = "macros")]
+#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 #[doc = include_str!("docs/resource.md")]
 pub use mcp_macros::resource;
 
+#[cfg(feature = "macros")]
+#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 #[doc = include_str!("docs/prompt.md")]
 pub use mcp_macros::prompt;
 
+#[cfg(feature = "macros")]
+#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 #[doc = include_str!("docs/server.md")]
 pub use mcp_macros::server;
 pub use server::{ConnId, Connection, Server, ServerBuilder, Transport};
@@ -132,10 +140,11 @@ pub mod prelude {
         ResourceTemplateDef, Structured, ToolDef, ToolError,
     };
     pub use crate::server::{Server, ServerBuilder};
+    #[cfg(feature = "macros")]
     pub use crate::{prompt, resource, tool};
 }
 
 /// The README's examples, compiled and run as doc tests so they stay true.
 #[doc = include_str!("../../README.md")]
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "macros", feature = "cli", feature = "http"))]
 pub struct ReadmeDoctests;

@@ -210,9 +210,22 @@ fn run_all(o: Options) {
         }
     }
     if o.build_time {
+        // Each server twice from clean: as benchmarked (stdio and Streamable HTTP), and
+        // with `--no-default-features` (stdio only: our macros and command line, rmcp's
+        // server, macros and stdio transport; the floor has no features).
         for (i, s) in servers.iter().enumerate() {
+            let bin = s.binary.file_name().expect("a binary name");
             eprintln!("clean release build of {} ...", s.package);
-            report.add_static("clean release build (s)", i, build_time(s.package));
+            let (secs, _) = clean_build(s.package, bin, &[]);
+            report.add_static("clean release build (s)", i, secs);
+            eprintln!("clean release build of {}, stdio only ...", s.package);
+            let (secs, stripped) = clean_build(s.package, bin, &["--no-default-features"]);
+            report.add_static("clean release build, stdio only (s)", i, secs);
+            report.add_static(
+                "binary size, stripped, stdio only (MiB)",
+                i,
+                stripped / 1048576.0,
+            );
         }
     }
     let text = report.render(&machine(), &o.describe());
@@ -275,8 +288,9 @@ fn stripped_size(binary: &Path) -> f64 {
     size
 }
 
-/// Seconds for `cargo build --release -p <package>` into an empty target directory.
-fn build_time(package: &str) -> f64 {
+/// Seconds for `cargo build --release -p <package> <extra>` into an empty target
+/// directory, and the stripped size in bytes of the binary `bin` it built.
+fn clean_build(package: &str, bin: &std::ffi::OsStr, extra: &[&str]) -> (f64, f64) {
     let dir = std::env::temp_dir().join(format!("bench-build-{package}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let start = Instant::now();
@@ -288,14 +302,20 @@ fn build_time(package: &str) -> f64 {
             "--quiet",
             "-p",
             package,
-            "--target-dir",
         ])
+        .args(extra)
+        .arg("--target-dir")
         .arg(&dir)
         .status()
         .expect("cargo");
     let secs = start.elapsed().as_secs_f64();
+    let stripped = stripped_size(&dir.join("release").join(bin));
     let _ = std::fs::remove_dir_all(&dir);
-    if status.success() { secs } else { f64::NAN }
+    if status.success() {
+        (secs, stripped)
+    } else {
+        (f64::NAN, f64::NAN)
+    }
 }
 
 fn machine() -> String {

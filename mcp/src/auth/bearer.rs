@@ -103,11 +103,11 @@ where
     FnVerifier(f)
 }
 
-#[cfg(feature = "jwt")]
-#[cfg_attr(docsrs, doc(cfg(feature = "jwt")))]
+#[cfg(feature = "oauth")]
+#[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
 pub use jwt::{JwtConfigError, JwtVerifier};
 
-#[cfg(feature = "jwt")]
+#[cfg(feature = "oauth")]
 mod jwt {
     use std::collections::HashSet;
     use std::fmt;
@@ -472,7 +472,7 @@ mod jwt {
     }
 }
 
-#[cfg(all(test, feature = "jwt"))]
+#[cfg(all(test, feature = "oauth"))]
 mod tests {
     use std::time::{SystemTime, UNIX_EPOCH};
 

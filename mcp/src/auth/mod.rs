@@ -20,8 +20,12 @@
 //! ([`reasons::APPROVAL_UNAVAILABLE`], with the question beside it).
 
 pub(crate) mod audit;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod bearer;
 mod builtins;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod deployment;
 
 use std::fmt;

@@ -1,6 +1,6 @@
 //! The limits and timeouts an operator tunes without a rebuild: one table names each of
 //! them once (its flag, its variable, how it is written and where it lands in
-//! [`ServerConfig`] or [`HttpConfig`]), and everything else (the command line, `--help`,
+//! [`ServerConfig`] or `HttpConfig`), and everything else (the command line, `--help`,
 //! the ceilings and `--print-config`) is read from it.
 
 use std::fmt;
@@ -9,33 +9,12 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::{Arg, ArgMatches, Args, Command, FromArgMatches};
 
+use super::setup::{Amount, NetConfig};
 use crate::server::ServerConfig;
-use crate::transport::http::HttpConfig;
 
 /// The `--help` heading of the limits.
 const HEADING: &str =
     "Limits and timeouts (each defaults to the server's own value: see --print-config)";
-
-/// A limit's value: a count or a size in bytes, or a duration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Amount {
-    /// A number of things, or of bytes.
-    Count(usize),
-    /// A length of time.
-    Time(Duration),
-}
-
-impl From<usize> for Amount {
-    fn from(n: usize) -> Self {
-        Amount::Count(n)
-    }
-}
-
-impl From<Duration> for Amount {
-    fn from(d: Duration) -> Self {
-        Amount::Time(d)
-    }
-}
 
 /// How a limit is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,11 +77,13 @@ impl Unit {
 
 /// Where a limit lives.
 #[derive(Clone, Copy)]
+// Without the `http` feature no limit lands in the (empty) HTTP settings.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 enum Slot {
     ServerCount(fn(&mut ServerConfig) -> &mut usize),
     ServerTime(fn(&mut ServerConfig) -> &mut Duration),
-    HttpCount(fn(&mut HttpConfig) -> &mut usize),
-    HttpTime(fn(&mut HttpConfig) -> &mut Duration),
+    HttpCount(fn(&mut NetConfig) -> &mut usize),
+    HttpTime(fn(&mut NetConfig) -> &mut Duration),
 }
 
 impl Slot {
@@ -110,7 +91,7 @@ impl Slot {
         matches!(self, Slot::ServerCount(_) | Slot::ServerTime(_))
     }
 
-    fn get(self, server: &mut ServerConfig, http: &mut HttpConfig) -> Amount {
+    fn get(self, server: &mut ServerConfig, http: &mut NetConfig) -> Amount {
         match self {
             Slot::ServerCount(f) => Amount::Count(*f(server)),
             Slot::ServerTime(f) => Amount::Time(*f(server)),
@@ -119,7 +100,7 @@ impl Slot {
         }
     }
 
-    fn set(self, server: &mut ServerConfig, http: &mut HttpConfig, amount: Amount) {
+    fn set(self, server: &mut ServerConfig, http: &mut NetConfig, amount: Amount) {
         match (self, amount) {
             (Slot::ServerCount(f), Amount::Count(n)) => *f(server) = n,
             (Slot::ServerTime(f), Amount::Time(d)) => *f(server) = d,
@@ -161,6 +142,7 @@ const KNOBS: &[Knob] = &[
         slots: &[Slot::ServerCount(|c| &mut c.max_message_size)],
         help: "The largest message accepted: a stdio line or an HTTP body (-32600 / 413)",
     },
+    #[cfg(feature = "http")]
     Knob {
         name: "max_header_bytes",
         flag: "max-header-bytes",
@@ -211,6 +193,7 @@ const KNOBS: &[Knob] = &[
         slots: &[Slot::ServerCount(|c| &mut c.max_connections)],
         help: "Connections whose state is kept; beyond it the oldest idle one is evicted",
     },
+    #[cfg(feature = "http")]
     Knob {
         name: "max_sessions",
         flag: "max-sessions",
@@ -221,6 +204,7 @@ const KNOBS: &[Knob] = &[
         slots: &[Slot::HttpCount(|c| &mut c.max_sessions)],
         help: "Streamable HTTP sessions at once (503 beyond it)",
     },
+    #[cfg(feature = "http")]
     Knob {
         name: "max_streams_per_session",
         flag: "max-streams-per-session",
@@ -231,6 +215,7 @@ const KNOBS: &[Knob] = &[
         slots: &[Slot::HttpCount(|c| &mut c.max_streams_per_session)],
         help: "SSE streams one session may hold open (429 beyond it)",
     },
+    #[cfg(feature = "http")]
     Knob {
         name: "event_store_size",
         flag: "event-store-size",
@@ -241,6 +226,7 @@ const KNOBS: &[Knob] = &[
         slots: &[Slot::HttpCount(|c| &mut c.event_store_events)],
         help: "SSE events each session keeps for Last-Event-ID resumption",
     },
+    #[cfg(feature = "http")]
     Knob {
         name: "event_store_bytes",
         flag: "event-store-bytes",
@@ -251,6 +237,7 @@ const KNOBS: &[Knob] = &[
         slots: &[Slot::HttpCount(|c| &mut c.event_store_bytes)],
         help: "Bytes of SSE events each session keeps for resumption",
     },
+    #[cfg(feature = "http")]
     Knob {
         name: "session_idle_timeout",
         flag: "session-idle-timeout",
@@ -394,6 +381,7 @@ const KNOBS: &[Knob] = &[
         slots: &[Slot::ServerTime(|c| &mut c.read_ttl)],
         help: "How long a 2026-07-28 client may cache a resource read",
     },
+    #[cfg(feature = "http")]
     Knob {
         name: "keep_alive",
         flag: "sse-keep-alive",
@@ -404,6 +392,7 @@ const KNOBS: &[Knob] = &[
         slots: &[Slot::HttpTime(|c| &mut c.keep_alive)],
         help: "How often an idle SSE stream gets a keep-alive comment",
     },
+    #[cfg(feature = "http")]
     Knob {
         name: "retry",
         flag: "sse-retry",
@@ -423,6 +412,7 @@ const KNOBS: &[Knob] = &[
         most: None,
         slots: &[
             Slot::ServerTime(|c| &mut c.shutdown_grace),
+            #[cfg(feature = "http")]
             Slot::HttpTime(|c| &mut c.shutdown_grace),
         ],
         help: "How long running requests may finish after SIGTERM or Ctrl-C",
@@ -622,11 +612,11 @@ pub(crate) fn apply(
     ceilings_set: &[(&'static str, Amount)],
     server_fixed: bool,
     server: &mut ServerConfig,
-    http: &mut HttpConfig,
+    http: &mut NetConfig,
 ) -> Result<Vec<Effective>, String> {
     let mut errors = Vec::new();
     let ceilings = ceilings(ceilings_set, &mut errors);
-    let (mut framework_server, mut framework_http) = (ServerConfig::default(), HttpConfig::new());
+    let (mut framework_server, mut framework_http) = (ServerConfig::default(), NetConfig::new());
     let mut effective = Vec::with_capacity(KNOBS.len());
     for (i, knob) in KNOBS.iter().enumerate() {
         let code = knob.slots[0].get(server, http);
@@ -688,9 +678,10 @@ pub(crate) fn apply(
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "http"))]
 mod tests {
     use super::*;
+    use crate::transport::http::HttpConfig;
 
     fn parse(args: &[&str]) -> Result<Limits, clap::Error> {
         let cmd = Limits::augment_args(Command::new("x"));

@@ -132,30 +132,51 @@
 //! the network transports an [`HttpConfig`] of your own, or to cap what the command line
 //! may set, hand it a [`Setup`].
 
+#[cfg(not(feature = "cli"))]
+mod bare;
+#[cfg(feature = "cli")]
 mod limits;
+#[cfg(all(feature = "cli", feature = "http"))]
+mod network;
+#[cfg(feature = "cli")]
+mod options;
 mod setup;
 
 use std::io::{IsTerminal as _, Write as _};
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, ValueEnum};
 use serde_json::{Value, json};
 
-use crate::auth::deployment::{LIFT_FLAG, LIFT_VAR, NETWORK_FLAG, NETWORK_VAR};
 use crate::server::{Server, Transport};
-use crate::transport::http::HttpConfig;
 
 /// The clap this command line is built with (4.x, with the `derive` and `env` features), so
 /// a binary with options of its own can derive its parser without depending on clap
 /// itself: `use mcp::cli::clap::{self, Parser};` (the derive refers to `clap::`).
+#[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub use clap;
-use limits::Origin;
-pub use limits::{Amount, Limits};
-pub use setup::Setup;
+#[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
+pub use limits::Limits;
+#[cfg(all(feature = "cli", feature = "http"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "cli", feature = "http"))))]
+pub use network::NetworkOptions;
+#[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
+pub use options::Options;
+use setup::NetConfig;
+pub use setup::{Amount, Setup};
 
-/// The transports a binary can serve.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+/// How to make a state key, for messages about one.
+#[cfg(feature = "cli")]
+const KEY_HINT: &str =
+    "generate one once with `openssl rand -hex 32` and give the same to every replica";
+
+/// The transports a binary can serve. All three can be asked for; a binary built without
+/// the `http` feature answers the network ones with an error that says so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum TransportArg {
     /// Newline-delimited JSON-RPC on stdin and stdout (one client: the process that started
     /// this one).
@@ -184,235 +205,6 @@ impl TransportArg {
     }
 }
 
-/// The options every server binary understands; each has an environment variable too.
-///
-/// Flatten it into a parser of your own (`#[command(flatten)]`) to add options; its own
-/// doc comment stays out of your `--help`.
-#[derive(Args, Clone, Debug)]
-#[command(about = None, long_about = None)]
-pub struct Options {
-    // First: it records where every option's value came from, and the derive takes each
-    // value out of the parsed matches as it reads the fields below.
-    /// The limits and timeouts, under their own heading in `--help`.
-    #[command(flatten)]
-    pub limits: Limits,
-    /// How clients reach the server.
-    #[arg(long, env = "MCP_TRANSPORT", value_enum)]
-    pub transport: Option<TransportArg>,
-    /// Address to listen on (http and sse).
-    #[arg(
-        long,
-        env = "MCP_BIND",
-        value_name = "ADDR",
-        default_value = "127.0.0.1:8080"
-    )]
-    pub bind: SocketAddr,
-    /// Listen on 127.0.0.1 at this port (http and sse): short for --bind 127.0.0.1:PORT.
-    #[arg(long, env = "MCP_PORT", value_name = "PORT", conflicts_with = "bind")]
-    pub port: Option<u16>,
-    /// With --transport http, also serve the legacy HTTP+SSE transport (GET /sse, POST
-    /// /messages) beside the Streamable HTTP endpoint.
-    #[arg(
-        long,
-        env = "MCP_LEGACY_SSE",
-        action = clap::ArgAction::SetTrue,
-        value_parser = clap::builder::BoolishValueParser::new()
-    )]
-    pub legacy_sse: bool,
-    /// DANGER: serve over the network without the authorization the boot guard requires.
-    ///
-    /// Without it, http and sse refuse to boot unless the server has a tool authorizer
-    /// chosen by a person and a read authorizer. With it, they serve tools without a chosen
-    /// authorizer and reads without a read authorizer to any client that connects, with a
-    /// warning on every boot, on loopback addresses only (see
-    /// --allow-unauthorized-on-network). For a server on your own machine; never in
-    /// production.
-    #[arg(
-        long,
-        env = "MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT",
-        action = clap::ArgAction::SetTrue,
-        value_parser = clap::builder::BoolishValueParser::new()
-    )]
-    pub allow_unauthorized_for_local_development: bool,
-    /// DANGER: with --allow-unauthorized-for-local-development, also listen on an address
-    /// beyond loopback (refused at boot without it).
-    ///
-    /// Anyone who can reach the address is then served unguarded; logged at WARN on every
-    /// boot. Changes nothing on its own.
-    #[arg(
-        long,
-        env = "MCP_ALLOW_UNAUTHORIZED_ON_NETWORK",
-        action = clap::ArgAction::SetTrue,
-        value_parser = clap::builder::BoolishValueParser::new()
-    )]
-    pub allow_unauthorized_on_network: bool,
-    /// Print the tools, resources, templates and prompts as JSON and exit.
-    #[arg(
-        long,
-        env = "MCP_LIST",
-        action = clap::ArgAction::SetTrue,
-        value_parser = clap::builder::BoolishValueParser::new()
-    )]
-    pub list: bool,
-    /// Print the effective settings (transport, address, boot guard, every limit), each
-    /// with where it came from, and exit.
-    #[arg(
-        long,
-        env = "MCP_PRINT_CONFIG",
-        action = clap::ArgAction::SetTrue,
-        value_parser = clap::builder::BoolishValueParser::new()
-    )]
-    pub print_config: bool,
-    /// Log filter for stderr: off, error, warn, info, debug, trace, or target=level directives.
-    ///
-    /// The syntax is a comma-separated list; each item is a level (the default for every
-    /// target) or `target=level` (that target and the modules under it), e.g.
-    /// `warn,mcp=debug`. Levels are case-insensitive. Span and field filters
-    /// (`target[span{field}]=level`) are not supported.
-    #[arg(
-        long,
-        env = "MCP_LOG_LEVEL",
-        value_name = "FILTER",
-        default_value = "info",
-        value_parser = parse_filter
-    )]
-    pub log_level: String,
-    /// Also accept this Host header (name or name:port), beside the loopback names: the
-    /// name clients (or your load balancer) use for this server. Repeat it for several.
-    #[arg(
-        long = "allowed-host",
-        env = "MCP_ALLOWED_HOSTS",
-        value_name = "HOST",
-        value_delimiter = ','
-    )]
-    pub allowed_hosts: Vec<String>,
-    /// A file holding the key that seals requestState (at least 32 bytes; a trailing
-    /// newline is ignored). Every replica behind one load balancer needs the same key.
-    #[arg(long, env = "MCP_STATE_KEY_FILE", value_name = "PATH")]
-    pub state_key_file: Option<std::path::PathBuf>,
-    /// The key that seals requestState, itself (at least 32 characters). Prefer the
-    /// MCP_STATE_KEY variable or --state-key-file: a command line is visible to other users.
-    #[arg(
-        long,
-        env = "MCP_STATE_KEY",
-        value_name = "KEY",
-        hide_env_values = true,
-        conflicts_with = "state_key_file"
-    )]
-    pub state_key: Option<String>,
-    /// Run as one replica of several behind a load balancer, sharing sessions, resumable
-    /// events, used requestState nonces and notifications on this Redis server
-    /// (a redis:// URL, which may carry a password and a database number). Needs --transport
-    /// http and a shared state key.
-    #[arg(
-        long,
-        env = "MCP_REDIS_URL",
-        value_name = "URL",
-        hide_env_values = true
-    )]
-    pub redis_url: Option<String>,
-    /// The prefix of this deployment's Redis keys and channels, so several deployments
-    /// can share one Redis.
-    #[arg(
-        long,
-        env = "MCP_REDIS_PREFIX",
-        value_name = "PREFIX",
-        default_value = "mcp"
-    )]
-    pub redis_prefix: String,
-}
-
-/// The smallest state key accepted, in bytes.
-const MIN_KEY: usize = 32;
-
-const KEY_HINT: &str =
-    "generate one once with `openssl rand -hex 32` and give the same to every replica";
-
-/// The state key from `--state-key-file` or `MCP_STATE_KEY`, if either is given.
-fn read_state_key(options: &Options) -> Result<Option<Vec<u8>>, String> {
-    let key = match (&options.state_key_file, &options.state_key) {
-        (Some(path), _) => {
-            let mut bytes = std::fs::read(path)
-                .map_err(|e| format!("cannot read the state key file {}: {e}", path.display()))?;
-            while bytes.last().is_some_and(|b| b.is_ascii_whitespace()) {
-                bytes.pop();
-            }
-            (bytes, format!("the state key file {}", path.display()))
-        }
-        (None, Some(text)) => (text.trim().as_bytes().to_vec(), "MCP_STATE_KEY".to_owned()),
-        (None, None) => return Ok(None),
-    };
-    if key.0.len() < MIN_KEY {
-        return Err(format!(
-            "{} holds {} bytes; the state key must be at least {MIN_KEY} bytes: {KEY_HINT}",
-            key.1,
-            key.0.len()
-        ));
-    }
-    Ok(Some(key.0))
-}
-
-/// Why `--redis-url` cannot be used as given, if it cannot.
-fn multi_replica_refusal(
-    options: &Options,
-    transport: TransportArg,
-    key: Option<&[u8]>,
-) -> Option<String> {
-    options.redis_url.as_ref()?;
-    if transport != TransportArg::Http {
-        return Some(format!(
-            "refusing to start: --redis-url runs this server as one replica of several behind a load balancer, which only the Streamable HTTP transport supports (--transport http), not {}",
-            transport.as_str()
-        ));
-    }
-    if key.is_none() {
-        return Some(format!(
-            "refusing to start: --redis-url runs this server as one replica of several, and every replica must seal requestState (the state of 2026-07-28 multi-round requests and approvals) with the same key, or a retry that lands on another replica is refused. Give the same key to every replica with --state-key-file PATH (MCP_STATE_KEY_FILE) or MCP_STATE_KEY: {KEY_HINT}"
-        ));
-    }
-    if !cfg!(feature = "redis") {
-        return Some(
-            "refusing to start: --redis-url needs a binary built with the `redis` feature of the mcp crate"
-                .to_owned(),
-        );
-    }
-    None
-}
-
-const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
-
-/// A level, or `target=level` directives. A bare word that is not a level would be read as
-/// a target name and silently log nothing, so it is refused.
-fn parse_filter(s: &str) -> Result<String, String> {
-    log_filter(s).map(|_| s.to_owned())
-}
-
-/// The filter `--log-level` describes: tracing-subscriber's `Targets`, which reads
-/// `level` and `target=level` items without a regex engine.
-fn log_filter(s: &str) -> Result<tracing_subscriber::filter::Targets, String> {
-    let hint = "use off, error, warn, info, debug or trace, or directives such as `info,mcp=debug`";
-    let mut items = Vec::new();
-    for part in s.split(',').map(str::trim) {
-        if !part.contains('=') && !LEVELS.contains(&part.to_ascii_lowercase().as_str()) {
-            return Err(format!("unknown log level `{part}`: {hint}"));
-        }
-        if part.contains('[') || part.contains('{') {
-            return Err(format!(
-                "`{part}`: span and field filters are not supported: {hint}"
-            ));
-        }
-        items.push(part);
-    }
-    items.join(",").parse().map_err(|e| format!("{e}: {hint}"))
-}
-
-/// The parser `main` uses when the binary has no options of its own.
-#[derive(Parser, Debug)]
-struct Cli {
-    #[command(flatten)]
-    options: Options,
-}
-
 /// What the generated `main` knows about the binary.
 #[derive(Clone, Copy, Debug)]
 pub struct App {
@@ -431,246 +223,104 @@ pub struct App {
 /// (usage errors with status 2). `server` makes what is served: a [`ServerBuilder`], a
 /// built [`Server`], or a [`Setup`] that also carries HTTP settings and ceilings.
 ///
+/// Built without the `cli` feature, the binary takes no options beyond `--help` and
+/// `--version` (anything else is a usage error, status 2), reads its log filter from
+/// `MCP_LOG_LEVEL` and serves `app.transport`.
+///
 /// [`ServerBuilder`]: crate::ServerBuilder
 pub fn main<S: Into<Setup>>(app: App, server: impl FnOnce() -> S) -> ExitCode {
-    let default = TransportArg::from_transport(app.transport).as_str();
-    let mut command = Cli::command()
-        .name(app.name)
-        .bin_name(app.name)
-        .version(app.version)
-        .mut_arg("transport", |a| a.default_value(default));
-    if let Some(about) = app.about {
-        command = command.about(about);
-    }
-    let matches = command.get_matches();
-    let cli = match Cli::from_arg_matches(&matches) {
-        Ok(cli) => cli,
-        Err(e) => e.exit(),
+    #[cfg(feature = "cli")]
+    return options::main(app, server);
+    #[cfg(not(feature = "cli"))]
+    return bare::main(app, server);
+}
+
+/// What serving needs beyond the [`Setup`]: the transport, the network transports'
+/// address, the state key and the replicas' Redis.
+pub(crate) struct Plan {
+    transport: TransportArg,
+    addr: SocketAddr,
+    state_key: Option<Vec<u8>>,
+    redis: Option<(String, String)>,
+}
+
+/// Starts the runtime the transport wants and serves `setup` on it until it stops. The
+/// error is meant for the user (stderr).
+fn run(setup: Setup, plan: Plan) -> Result<(), String> {
+    // stdio serves one client on one pipe: the reader runs each request's first poll
+    // itself, so a single-threaded runtime does the same work without cross-thread
+    // wake-ups. Network transports serve many clients and use every core. Either way, a
+    // handler with long CPU-bound work should move it to `tokio::task::spawn_blocking`.
+    let mut builder = match plan.transport {
+        TransportArg::Stdio => tokio::runtime::Builder::new_current_thread(),
+        TransportArg::Http | TransportArg::Sse => tokio::runtime::Builder::new_multi_thread(),
     };
-    cli.options.run(app.transport, server)
-}
-
-impl Options {
-    /// Runs the server as these options say: list it, print its settings, or serve it on
-    /// the chosen transport (`default` when none was chosen) until the client goes away.
-    /// `server` makes what is served: a [`ServerBuilder`] (which the limits, the state key
-    /// and the cluster are applied to), a built [`Server`] (served as it is), or a
-    /// [`Setup`] (either of those with HTTP settings and ceilings).
-    ///
-    /// [`ServerBuilder`]: crate::ServerBuilder
-    pub fn run<S: Into<Setup>>(self, default: Transport, server: impl FnOnce() -> S) -> ExitCode {
-        init_logging(&self.log_level);
-        match self.start(default, server().into()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::FAILURE
-            }
-        }
-    }
-
-    /// What [`Options::run`] does; the error is meant for the user (stderr).
-    fn start(self, default: Transport, setup: Setup) -> Result<(), String> {
-        if self.list {
-            let (server, _) = setup.build(None, None)?;
-            let text = serde_json::to_string_pretty(&listing(&server)).unwrap_or_default();
-            return print(&text);
-        }
-        let transport = self
-            .transport
-            .unwrap_or_else(|| TransportArg::from_transport(default));
-        let (setup, limits) = setup.tune(&self.limits)?;
-        let setup = setup.map_http(|http| self.configure_http(http));
-        let addr = self.address();
-        if self.print_config {
-            return print(&self.report(transport, addr, &setup, &limits));
-        }
-        let state_key = read_state_key(&self)?;
-        if let Some(refusal) = multi_replica_refusal(&self, transport, state_key.as_deref()) {
-            return Err(refusal);
-        }
-        // stdio serves one client on one pipe: the reader runs each request's first poll
-        // itself, so a single-threaded runtime does the same work without cross-thread
-        // wake-ups. Network transports serve many clients and use every core. Either way, a
-        // handler with long CPU-bound work should move it to `tokio::task::spawn_blocking`.
-        let mut builder = match transport {
-            TransportArg::Stdio => tokio::runtime::Builder::new_current_thread(),
-            TransportArg::Http | TransportArg::Sse => tokio::runtime::Builder::new_multi_thread(),
+    let runtime = builder
+        .enable_all()
+        .build()
+        .map_err(|e| format!("could not start the async runtime: {e}"))?;
+    runtime.block_on(async move {
+        let cluster = match plan.redis {
+            Some((url, prefix)) => Some(join_cluster(&url, &prefix).await?),
+            None => None,
         };
-        let runtime = builder
-            .enable_all()
-            .build()
-            .map_err(|e| format!("could not start the async runtime: {e}"))?;
-        let redis = self
-            .redis_url
-            .clone()
-            .map(|url| (url, self.redis_prefix.clone()));
-        runtime.block_on(async move {
-            let cluster = match redis {
-                Some((url, prefix)) => Some(join_cluster(&url, &prefix).await?),
-                None => None,
-            };
-            let (server, http) = setup.build(state_key, cluster.clone())?;
-            let served = serve(server, transport, http, addr).await;
-            if let Some(cluster) = cluster {
-                cluster.leave().await;
-            }
-            served
-        })
-    }
-
-    /// The address the network transports listen on: `--port` on loopback, or `--bind`.
-    pub fn address(&self) -> SocketAddr {
-        self.port
-            .map_or(self.bind, |port| (Ipv4Addr::LOCALHOST, port).into())
-    }
-
-    /// The command line's HTTP settings on top of the binary's.
-    fn configure_http(&self, mut http: HttpConfig) -> HttpConfig {
-        if self.legacy_sse {
-            http = http.legacy_sse(true);
+        let (server, net) = setup.build(plan.state_key, cluster.clone())?;
+        let served = serve(server, plan.transport, net, plan.addr).await;
+        if let Some(cluster) = cluster {
+            cluster.leave().await;
         }
-        for host in &self.allowed_hosts {
-            http = http.allow_host(host.clone());
-        }
-        if self.allow_unauthorized_for_local_development {
-            let by = self.named(
-                "allow_unauthorized_for_local_development",
-                LIFT_FLAG,
-                LIFT_VAR,
-            );
-            http.guard.lift(Some(&by));
-        }
-        if self.allow_unauthorized_on_network {
-            let by = self.named("allow_unauthorized_on_network", NETWORK_FLAG, NETWORK_VAR);
-            http.guard.allow_network(Some(&by));
-        }
-        http
-    }
-
-    /// How the option `id` was given: its flag or its variable (`None` when neither was).
-    fn given(&self, id: &str, flag: &str, var: &str) -> Option<String> {
-        match self.limits.origin(id) {
-            Origin::CommandLine => Some(flag.to_owned()),
-            Origin::Env => Some(var.to_owned()),
-            Origin::Code => None,
-        }
-    }
-
-    /// The setting `id` as warnings name it: its variable if that is where it came from.
-    fn named(&self, id: &str, flag: &str, var: &str) -> String {
-        self.given(id, flag, var).unwrap_or_else(|| flag.to_owned())
-    }
-
-    /// What `--print-config` prints: every setting, in TOML's syntax, with where it came
-    /// from after the `#`.
-    fn report(
-        &self,
-        transport: TransportArg,
-        addr: SocketAddr,
-        setup: &Setup,
-        limits: &[limits::Effective],
-    ) -> String {
-        let origin = |id: &str, flag: &str, var: &str, code: bool| {
-            self.given(id, flag, var)
-                .unwrap_or_else(|| if code { "set in code" } else { "default" }.to_owned())
-        };
-        let (bind_id, bind_flag, bind_var) = match self.port {
-            Some(_) => ("port", "--port", "MCP_PORT"),
-            None => ("bind", "--bind", "MCP_BIND"),
-        };
-        let guard = setup.http_settings();
-        let mut rows = vec![
-            (
-                "transport",
-                format!("{:?}", transport.as_str()),
-                origin("transport", "--transport", "MCP_TRANSPORT", false),
-            ),
-            (
-                "bind",
-                format!("\"{addr}\""),
-                origin(bind_id, bind_flag, bind_var, false),
-            ),
-            (
-                "allow_unauthorized_for_local_development",
-                guard.guard.lifted().to_string(),
-                origin(
-                    "allow_unauthorized_for_local_development",
-                    LIFT_FLAG,
-                    LIFT_VAR,
-                    guard.guard.lifted(),
-                ),
-            ),
-            (
-                "allow_unauthorized_on_network",
-                guard.guard.network_allowed().to_string(),
-                origin(
-                    "allow_unauthorized_on_network",
-                    NETWORK_FLAG,
-                    NETWORK_VAR,
-                    guard.guard.network_allowed(),
-                ),
-            ),
-        ];
-        for limit in limits {
-            let (name, value) = limit.entry();
-            rows.push((name, value, limit.note()));
-        }
-        let width = rows
-            .iter()
-            .map(|(name, value, _)| name.len() + value.len())
-            .max()
-            .unwrap_or(0);
-        let mut out = String::from(
-            "# The settings this server would run with; after each, where it came from.\n",
-        );
-        for (name, value, note) in rows {
-            let pad = width - name.len() - value.len();
-            out.push_str(&format!("{name} = {value}{:pad$}  # {note}\n", ""));
-        }
-        out
-    }
+        served
+    })
 }
 
-/// Writes `text` and a newline to stdout.
-fn print(text: &str) -> Result<(), String> {
-    writeln!(std::io::stdout().lock(), "{}", text.trim_end())
-        .map_err(|e| format!("cannot write to stdout: {e}"))
-}
+#[cfg(all(feature = "cli", feature = "http"))]
+use network::join_cluster;
 
-/// Connects to the Redis server replicas share.
-#[cfg(feature = "redis")]
-async fn join_cluster(url: &str, prefix: &str) -> Result<crate::cluster::Cluster, String> {
-    let cluster = crate::cluster::redis::connect(url, prefix)
-        .await
-        .map_err(|e| format!("cannot join the replicas' Redis at {}: {e}", redact(url)))?;
-    tracing::info!(target: "mcp", replica = cluster.replica_id(), "serving as one replica of several (shared state on Redis)");
-    Ok(cluster)
-}
-
-#[cfg(not(feature = "redis"))]
+#[cfg(not(all(feature = "cli", feature = "http")))]
 async fn join_cluster(_url: &str, _prefix: &str) -> Result<crate::cluster::Cluster, String> {
-    Err("--redis-url needs a binary built with the `redis` feature of the mcp crate".to_owned())
+    Err("--redis-url needs a binary built with the `cli`, `http` and `redis` features of mcp-guarded".to_owned())
 }
 
-/// A Redis URL without its password, for messages.
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            format!("{}://***{}", &url[..scheme], &url[at..])
-        }
-        _ => url.to_owned(),
-    }
+/// Why a binary without the `http` feature cannot serve `transport`.
+#[cfg_attr(feature = "http", allow(dead_code))]
+fn without_http(transport: TransportArg) -> String {
+    format!(
+        "this binary serves stdio only: --transport {} needs a build with the `http` feature of mcp-guarded (Streamable HTTP and the legacy HTTP+SSE transport; on by default)",
+        transport.as_str()
+    )
 }
 
 /// Serves `server` on one transport until it stops: stdio until the client closes its
 /// input; HTTP (with `config`, on `addr`) until Ctrl-C or SIGTERM. The error is meant for
 /// the user (stderr).
-pub async fn serve(
+async fn serve(
     server: Server,
     transport: TransportArg,
-    config: HttpConfig,
+    config: NetConfig,
+    addr: SocketAddr,
+) -> Result<(), String> {
+    if transport == TransportArg::Stdio {
+        let (name, version) = (&server.info().name, &server.info().version);
+        tracing::info!(target: "mcp", "serving {name} {version} on stdio");
+        return crate::transport::stdio::serve(server)
+            .await
+            .map_err(|e| format!("stdio transport failed: {e}"));
+    }
+    #[cfg(feature = "http")]
+    return serve_network(server, transport, config, addr).await;
+    #[cfg(not(feature = "http"))]
+    {
+        let _ = (server, config, addr);
+        Err(without_http(transport))
+    }
+}
+
+/// Serves `server` on Streamable HTTP or the legacy HTTP+SSE transport.
+#[cfg(feature = "http")]
+async fn serve_network(
+    server: Server,
+    transport: TransportArg,
+    config: NetConfig,
     addr: SocketAddr,
 ) -> Result<(), String> {
     use crate::transport::http::{self, HttpError};
@@ -681,14 +331,8 @@ pub async fn serve(
     }
     let legacy_sse = config.legacy_sse;
     let built = match transport {
-        TransportArg::Stdio => {
-            tracing::info!(target: "mcp", "serving {name} {version} on stdio");
-            return crate::transport::stdio::serve(server)
-                .await
-                .map_err(|e| format!("stdio transport failed: {e}"));
-        }
-        TransportArg::Http => http::router(server, config.clone()),
         TransportArg::Sse => crate::transport::sse::router(server, config.clone()),
+        _ => http::router(server, config.clone()),
     };
     let app = built.map_err(|e| match e {
         HttpError::Refused(refusal) => format!(
@@ -715,6 +359,30 @@ pub async fn serve(
     bound.run().await.map_err(|e| e.to_string())
 }
 
+const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// The filter `--log-level` (or `MCP_LOG_LEVEL`) describes: tracing-subscriber's
+/// `Targets`, which reads `level` and `target=level` items without a regex engine. A bare
+/// word that is not a level would be read as a target name and silently log nothing, so it
+/// is refused.
+fn log_filter(s: &str) -> Result<tracing_subscriber::filter::Targets, String> {
+    let hint = "use off, error, warn, info, debug or trace, or directives such as `info,mcp=debug`";
+    let mut items = Vec::new();
+    for part in s.split(',').map(str::trim) {
+        if !part.contains('=') && !LEVELS.contains(&part.to_ascii_lowercase().as_str()) {
+            return Err(format!("unknown log level `{part}`: {hint}"));
+        }
+        if part.contains('[') || part.contains('{') {
+            return Err(format!(
+                "`{part}`: span and field filters are not supported: {hint}"
+            ));
+        }
+        items.push(part);
+    }
+    items.join(",").parse().map_err(|e| format!("{e}: {hint}"))
+}
+
+/// Logs to stderr, filtered by `filter` (INFO when it cannot be read).
 fn init_logging(filter: &str) {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
@@ -730,6 +398,12 @@ fn init_logging(filter: &str) {
         )
         .with(filter)
         .try_init();
+}
+
+/// Writes `text` and a newline to stdout.
+fn print(text: &str) -> Result<(), String> {
+    writeln!(std::io::stdout().lock(), "{}", text.trim_end())
+        .map_err(|e| format!("cannot write to stdout: {e}"))
 }
 
 /// Everything a server offers, with schemas, as `--list` prints it.
@@ -751,92 +425,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_every_option_and_rejects_typos() {
-        let cli = Cli::try_parse_from(["x", "--transport", "stdio", "--list"]).unwrap();
-        assert_eq!(cli.options.transport, Some(TransportArg::Stdio));
-        assert!(cli.options.list);
-        let e = Cli::try_parse_from(["x", "--transport", "stdoi"]).unwrap_err();
-        let text = e.to_string();
-        assert!(text.contains("invalid value 'stdoi'"), "{text}");
-        assert!(text.contains("stdio, http, sse"), "{text}");
-        let e = Cli::try_parse_from(["x", "--log-level", "loud"]).unwrap_err();
-        assert!(e.to_string().contains("unknown log level `loud`"), "{e}");
-        for ok in ["debug", "WARN", "info,mcp=trace", "off"] {
-            assert!(
-                Cli::try_parse_from(["x", "--log-level", ok]).is_ok(),
-                "{ok}"
-            );
-        }
-        let e = Cli::try_parse_from(["x", "--log-level", "mcp[{conn}]=debug"]).unwrap_err();
-        assert!(e.to_string().contains("not supported"), "{e}");
-        let e = Cli::try_parse_from(["x", "--log-level", "mcp=loud"]).unwrap_err();
-        assert!(e.to_string().contains("--log-level"), "{e}");
-        let e = Cli::try_parse_from(["x", "--bind", "nowhere"]).unwrap_err();
-        assert!(e.to_string().contains("--bind"), "{e}");
-    }
-
-    #[test]
-    fn multi_replica_mode_needs_http_and_a_shared_key() {
-        let dir = std::env::temp_dir().join(format!("mcp-key-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let short = dir.join("short");
-        std::fs::write(&short, "too short\n").unwrap();
-        let good = dir.join("good");
-        std::fs::write(&good, format!("{}\n", "k".repeat(64))).unwrap();
-        let parse = |args: &[&str]| Cli::try_parse_from(args).unwrap().options;
-
-        let o = parse(&[
-            "x",
-            "--transport",
-            "http",
-            "--redis-url",
-            "redis://127.0.0.1:1",
-        ]);
-        let why = multi_replica_refusal(&o, TransportArg::Http, None).unwrap();
-        assert!(why.contains("same key"), "{why}");
-        assert!(why.contains("--state-key-file"), "{why}");
-        let why = multi_replica_refusal(&o, TransportArg::Stdio, Some(b"k")).unwrap();
-        assert!(why.contains("--transport http"), "{why}");
-
-        let o = parse(&["x", "--state-key-file", short.to_str().unwrap()]);
-        let e = read_state_key(&o).unwrap_err();
-        assert!(e.contains("at least 32 bytes"), "{e}");
-        let o = parse(&["x", "--state-key-file", good.to_str().unwrap()]);
-        assert_eq!(read_state_key(&o).unwrap(), Some(b"k".repeat(64)));
-        let o = parse(&[
-            "x",
-            "--state-key-file",
-            dir.join("missing").to_str().unwrap(),
-        ]);
-        assert!(read_state_key(&o).unwrap_err().contains("cannot read"));
-        let o = parse(&["x", "--state-key", &"s".repeat(40)]);
-        assert_eq!(read_state_key(&o).unwrap(), Some(b"s".repeat(40)));
-        assert!(
-            Cli::try_parse_from(["x", "--state-key", "a", "--state-key-file", "b"]).is_err(),
-            "one key source at a time"
-        );
-        let o = parse(&[
-            "x",
-            "--allowed-host",
-            "a.example",
-            "--allowed-host",
-            "b:8080",
-        ]);
-        assert_eq!(o.allowed_hosts, vec!["a.example", "b:8080"]);
-        assert_eq!(o.redis_prefix, "mcp");
-        assert_eq!(
-            redact("redis://:secret@10.0.0.1:6379/0"),
-            "redis://***@10.0.0.1:6379/0"
-        );
-        // A built server cannot take a key or a cluster; a builder can.
-        let built = Server::builder("s", "1").build().unwrap();
-        assert!(Setup::from(built).build(Some(vec![0; 32]), None).is_err());
-        let from_builder = Setup::from(Server::builder("s", "1")).build(Some(vec![7; 32]), None);
-        assert!(from_builder.is_ok());
-        std::fs::remove_dir_all(&dir).ok();
-    }
-
-    #[test]
     fn log_filters_set_a_default_and_per_target_levels() {
         use tracing::Level;
         let f = log_filter(" warn , mcp=debug,mcp::audit=off").unwrap();
@@ -849,89 +437,17 @@ mod tests {
         assert!(!f.would_enable("mcp", &Level::ERROR));
         let f = log_filter("mcp=trace").unwrap();
         assert!(!f.would_enable("other", &Level::ERROR));
-    }
-
-    #[test]
-    fn network_flags_parse_with_loopback_8080_by_default() {
-        let cli = Cli::try_parse_from([
-            "x",
-            "--transport",
-            "http",
-            "--bind",
-            "127.0.0.1:0",
-            "--legacy-sse",
-            "--allow-unauthorized-for-local-development",
-        ])
-        .unwrap();
-        assert_eq!(cli.options.transport, Some(TransportArg::Http));
-        assert_eq!(cli.options.bind, "127.0.0.1:0".parse().unwrap());
-        assert!(cli.options.legacy_sse);
-        assert!(cli.options.allow_unauthorized_for_local_development);
-        let cli = Cli::try_parse_from(["x"]).unwrap();
-        assert!(!cli.options.legacy_sse);
-        assert!(!cli.options.allow_unauthorized_for_local_development);
-        assert_eq!(cli.options.bind, "127.0.0.1:8080".parse().unwrap());
-    }
-
-    // The parser of the module docs' "binary with options of its own" example, without its
-    // doc comment: no description of its own, and the framework's must not stand in.
-    #[derive(Parser)]
-    #[command(name = "files", version)]
-    struct OwnArgs {
-        /// The directory to serve.
-        #[arg(long, env = "FILES_ROOT")]
-        root: std::path::PathBuf,
-        #[command(flatten)]
-        mcp: Options,
-    }
-
-    #[test]
-    fn a_binary_with_options_of_its_own_does_not_show_the_frameworks_doc_as_its_description() {
-        let help = OwnArgs::command().render_long_help().to_string();
-        assert!(help.starts_with("Usage: files"), "{help}");
-        assert!(!help.contains("every server binary"), "{help}");
-        let short = OwnArgs::command().render_help().to_string();
-        assert!(short.starts_with("Usage: files"), "{short}");
-        // A description of its own is kept.
-        let mut described = OwnArgs::command().about("Serves files.");
         assert!(
-            described
-                .render_help()
-                .to_string()
-                .starts_with("Serves files.")
+            log_filter("loud")
+                .unwrap_err()
+                .contains("unknown log level")
         );
     }
 
     #[test]
-    fn every_option_has_an_environment_variable() {
-        let command = Cli::command();
-        for arg in command.get_arguments() {
-            let id = arg.get_id().as_str();
-            if matches!(id, "help" | "version") {
-                continue;
-            }
-            let env = arg
-                .get_env()
-                .unwrap_or_else(|| panic!("--{id} has no variable"));
-            assert!(env.to_string_lossy().starts_with("MCP_"), "{id}");
-        }
-        let help = command.clone().render_long_help().to_string();
-        assert!(help.contains("[env: MCP_CALL_TIMEOUT=]"), "{help}");
-        assert!(help.contains("Limits and timeouts"), "{help}");
-    }
-
-    #[test]
-    fn port_binds_loopback_and_conflicts_with_bind() {
-        let o = Cli::try_parse_from(["x", "--port", "3000"])
-            .unwrap()
-            .options;
-        assert_eq!(o.address(), "127.0.0.1:3000".parse().unwrap());
-        let o = Cli::try_parse_from(["x", "--bind", "0.0.0.0:9"])
-            .unwrap()
-            .options;
-        assert_eq!(o.address(), "0.0.0.0:9".parse().unwrap());
-        let e = Cli::try_parse_from(["x", "--port", "1", "--bind", "127.0.0.1:2"]).unwrap_err();
-        assert!(e.to_string().contains("cannot be used with"), "{e}");
-        assert!(Cli::try_parse_from(["x", "--port", "70000"]).is_err());
+    fn asking_a_stdio_only_binary_for_http_names_the_feature() {
+        let why = without_http(TransportArg::Http);
+        assert!(why.contains("--transport http"), "{why}");
+        assert!(why.contains("`http` feature"), "{why}");
     }
 }

@@ -1,20 +1,66 @@
 //! [`Setup`]: what a binary hands the command line, beside the options it parsed: the
 //! server, the HTTP settings it starts from, and the ceilings operators may not exceed.
 
-use super::limits::{self, Amount, Effective, Limits};
+use std::time::Duration;
+
+#[cfg(feature = "cli")]
+use super::limits::{self, Effective, Limits};
 use crate::server::{Server, ServerBuilder};
+#[cfg(feature = "http")]
 use crate::transport::http::HttpConfig;
+
+/// The network transports' settings a [`Setup`] carries: an [`HttpConfig`] with the
+/// `http` feature, nothing without it.
+#[cfg(feature = "http")]
+pub(crate) type NetConfig = HttpConfig;
+
+/// The network transports' settings a [`Setup`] carries: nothing, without the `http`
+/// feature.
+#[cfg(not(feature = "http"))]
+#[derive(Clone, Debug)]
+pub(crate) struct NetConfig;
+
+#[cfg(not(feature = "http"))]
+impl NetConfig {
+    /// The settings there are without the `http` feature: none.
+    pub(crate) fn new() -> Self {
+        NetConfig
+    }
+}
+
+/// A limit's value: a count or a size in bytes, or a duration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Amount {
+    /// A number of things, or of bytes.
+    Count(usize),
+    /// A length of time.
+    Time(Duration),
+}
+
+impl From<usize> for Amount {
+    fn from(n: usize) -> Self {
+        Amount::Count(n)
+    }
+}
+
+impl From<Duration> for Amount {
+    fn from(d: Duration) -> Self {
+        Amount::Time(d)
+    }
+}
 
 /// What the command line serves: a server (a [`ServerBuilder`], which the command line can
 /// still tune and finish with a shared state key and a cluster, or a built [`Server`],
-/// served as it is), the [`HttpConfig`] its network transports start from, and the most
-/// an operator may set each limit to.
+/// served as it is), the `HttpConfig` its network transports start from (the `http`
+/// feature), and the most an operator may set each limit to (the `cli` feature: without a
+/// command line, nothing can change a limit).
 ///
 /// The values set in code (on the builder and the `HttpConfig`) are the defaults; the
 /// command line and the `MCP_*` variables may change them, up to the ceilings set here.
 /// Going above a ceiling is a boot error naming the flag, the value and the ceiling.
 ///
 /// ```no_run
+/// # #[cfg(feature = "http")] {
 /// use std::time::Duration;
 /// use mcp::cli::Setup;
 /// use mcp::transport::http::HttpConfig;
@@ -37,10 +83,11 @@ use crate::transport::http::HttpConfig;
 ///             .ceiling("max_sessions", 500)
 ///     })
 /// }
+/// # }
 /// ```
 pub struct Setup {
     server: Served,
-    http: HttpConfig,
+    http: NetConfig,
     ceilings: Vec<(&'static str, Amount)>,
 }
 
@@ -65,7 +112,7 @@ impl Setup {
     fn with(server: Served) -> Self {
         Setup {
             server,
-            http: HttpConfig::new(),
+            http: NetConfig::new(),
             ceilings: Vec::new(),
         }
     }
@@ -73,6 +120,8 @@ impl Setup {
     /// The HTTP settings the network transports start from (default [`HttpConfig::new`]);
     /// the command line's `--legacy-sse`, `--allowed-host`, the boot-guard flags and the
     /// HTTP limits are applied on top.
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     pub fn http(mut self, config: HttpConfig) -> Self {
         self.http = config;
         self
@@ -91,6 +140,7 @@ impl Setup {
 
     /// Applies the limits given on the command line, within the ceilings; what each limit
     /// now is, and where it came from.
+    #[cfg(feature = "cli")]
     pub(crate) fn tune(mut self, given: &Limits) -> Result<(Self, Vec<Effective>), String> {
         let effective = match self.server {
             Served::Builder(builder) => {
@@ -109,12 +159,14 @@ impl Setup {
     }
 
     /// Lets the command line add its flags to the HTTP settings.
+    #[cfg(all(feature = "cli", feature = "http"))]
     pub(crate) fn map_http(mut self, f: impl FnOnce(HttpConfig) -> HttpConfig) -> Self {
         self.http = f(self.http);
         self
     }
 
     /// The HTTP settings as they stand.
+    #[cfg(all(feature = "cli", feature = "http"))]
     pub(crate) fn http_settings(&self) -> &HttpConfig {
         &self.http
     }
@@ -125,7 +177,7 @@ impl Setup {
         self,
         state_key: Option<Vec<u8>>,
         cluster: Option<crate::cluster::Cluster>,
-    ) -> Result<(Server, HttpConfig), String> {
+    ) -> Result<(Server, NetConfig), String> {
         let server = match self.server {
             Served::Built(server) => {
                 if state_key.is_some() || cluster.is_some() {

@@ -593,6 +593,7 @@ impl Cluster {
 }
 
 /// Whether `pos` is a well-formed event position (`<digits>-<digits>`).
+#[cfg(any(feature = "http", test))]
 pub(crate) fn valid_pos(pos: &str) -> bool {
     pos.split_once('-').is_some_and(|(a, b)| {
         !a.is_empty()

@@ -63,6 +63,7 @@ impl Pending {
     }
 
     /// Whether the parked request `id` is an approval question.
+    #[cfg(feature = "http")]
     pub(crate) fn is_approval(&self, id: &str) -> bool {
         self.approvals.contains(id)
     }

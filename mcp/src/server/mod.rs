@@ -431,6 +431,7 @@ impl Connection {
     }
 
     /// What the server keeps about this connection.
+    #[cfg(feature = "http")]
     pub(crate) fn state(&self) -> &Arc<ConnState> {
         &self.state
     }

@@ -2,9 +2,10 @@
 //! knows nothing of tools; tools know nothing of transports.
 //!
 //! - [`stdio`]: newline-delimited JSON-RPC on standard input and output.
-//! - [`http`]: Streamable HTTP on one endpoint, with the safety rules every HTTP transport
-//!   shares (Host and Origin checks, size limits, bearer tokens, the boot guard).
-//! - [`sse`]: the legacy HTTP+SSE transport of protocol 2024-11-05.
+//! - `http`: Streamable HTTP on one endpoint, with the safety rules every HTTP transport
+//!   shares (Host and Origin checks, size limits, bearer tokens, the boot guard); the
+//!   `http` feature (on by default).
+//! - `sse`: the legacy HTTP+SSE transport of protocol 2024-11-05; the `http` feature.
 //!
 //! # Writing a transport
 //!
@@ -16,9 +17,14 @@
 //! already read, the HTTP headers), and writes the [`Reply`] it returns. Frames it rejects
 //! before decoding get [`error_frame`].
 
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod sse;
 pub mod stdio;
+#[cfg(feature = "http")]
 mod streamable_http;
 
 pub use crate::conn::{HttpHeaders, Outbound, OutboundReceiver};

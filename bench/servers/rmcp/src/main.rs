@@ -155,7 +155,10 @@ fn main() {
     runtime.block_on(async move {
         match transport.as_str() {
             "stdio" => serve_stdio().await,
+            #[cfg(feature = "http")]
             "http" => serve_http(bind).await,
+            #[cfg(not(feature = "http"))]
+            "http" => panic!("built without the http feature; cannot listen on {bind}"),
             other => panic!("unknown transport {other}"),
         }
     });
@@ -169,6 +172,7 @@ async fn serve_stdio() {
     let _ = service.waiting().await;
 }
 
+#[cfg(feature = "http")]
 async fn serve_http(bind: SocketAddr) {
     use hyper_util::rt::TokioIo;
     use hyper_util::service::TowerToHyperService;

@@ -34,7 +34,10 @@ pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 /// for `https://host/mcp`). Both are routes of the transport's router, so mount it at the
 /// root of the host.
 ///
+/// With the `oauth` feature, tokens verified as JWTs:
+///
 /// ```
+/// # #[cfg(feature = "oauth")] {
 /// use mcp::auth::bearer::JwtVerifier;
 /// use mcp::transport::http::{BearerAuth, HttpConfig};
 ///
@@ -47,6 +50,7 @@ pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 ///     .required_scopes(["files:read"]);
 /// let config = HttpConfig::new().allow_host("mcp.example.com").bearer_auth(auth);
 /// # let _ = config;
+/// # }
 /// ```
 #[derive(Clone)]
 pub struct BearerAuth {
