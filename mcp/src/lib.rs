@@ -53,6 +53,16 @@
 //! ```
 
 //!
+//! # Features
+//!
+//! - `macros` (default): [`tool`], [`resource`], [`prompt`] and [`server!`].
+//! - `cli` (default): the command line the generated `main` parses ([`cli`]).
+//! - `http` (default): Streamable HTTP and the legacy HTTP+SSE transport
+//!   (`transport::http`, `transport::sse`). stdio is always there; without `http` a binary
+//!   serves stdio only.
+//! - `oauth`: JWT access tokens (`auth::bearer::JwtVerifier`); implies `http`.
+//! - `redis`: replicas sharing state on Redis (`cluster::redis`); implies `http`.
+//!
 //! # Architecture: the path of a request, room by room
 //!
 //! ```text

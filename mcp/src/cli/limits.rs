@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::{Arg, ArgMatches, Args, Command, FromArgMatches};
 
-use super::setup::{Amount, NetConfig};
+use super::settings::{Amount, NetConfig};
 use crate::server::ServerConfig;
 
 /// The `--help` heading of the limits.

@@ -140,6 +140,7 @@ mod limits;
 mod network;
 #[cfg(feature = "cli")]
 mod options;
+mod settings;
 mod setup;
 
 use std::io::{IsTerminal as _, Write as _};
@@ -165,8 +166,9 @@ pub use network::NetworkOptions;
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub use options::Options;
-use setup::NetConfig;
-pub use setup::{Amount, Setup};
+pub use settings::Amount;
+use settings::NetConfig;
+pub use setup::Setup;
 
 /// How to make a state key, for messages about one.
 #[cfg(feature = "cli")]

@@ -1,53 +1,12 @@
 //! [`Setup`]: what a binary hands the command line, beside the options it parsed: the
 //! server, the HTTP settings it starts from, and the ceilings operators may not exceed.
 
-use std::time::Duration;
-
 #[cfg(feature = "cli")]
 use super::limits::{self, Effective, Limits};
+use super::settings::{Amount, NetConfig};
 use crate::server::{Server, ServerBuilder};
 #[cfg(feature = "http")]
 use crate::transport::http::HttpConfig;
-
-/// The network transports' settings a [`Setup`] carries: an [`HttpConfig`] with the
-/// `http` feature, nothing without it.
-#[cfg(feature = "http")]
-pub(crate) type NetConfig = HttpConfig;
-
-/// The network transports' settings a [`Setup`] carries: nothing, without the `http`
-/// feature.
-#[cfg(not(feature = "http"))]
-#[derive(Clone, Debug)]
-pub(crate) struct NetConfig;
-
-#[cfg(not(feature = "http"))]
-impl NetConfig {
-    /// The settings there are without the `http` feature: none.
-    pub(crate) fn new() -> Self {
-        NetConfig
-    }
-}
-
-/// A limit's value: a count or a size in bytes, or a duration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Amount {
-    /// A number of things, or of bytes.
-    Count(usize),
-    /// A length of time.
-    Time(Duration),
-}
-
-impl From<usize> for Amount {
-    fn from(n: usize) -> Self {
-        Amount::Count(n)
-    }
-}
-
-impl From<Duration> for Amount {
-    fn from(d: Duration) -> Self {
-        Amount::Time(d)
-    }
-}
 
 /// What the command line serves: a server (a [`ServerBuilder`], which the command line can
 /// still tune and finish with a shared state key and a cluster, or a built [`Server`],
