@@ -18,12 +18,12 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use mcp::context::ClientCapability;
 use mcp::elicit::ClientRequestError;
+use mcp::extract::State;
 use mcp::prelude::*;
 use mcp::protocol::{CreateMessageRequestParams, ElicitResult};
 use mcp::registry::ToolArgs;
@@ -563,13 +563,16 @@ async fn test_trigger_prompt_change(ctx: Ctx) -> Result<String, ToolError> {
     Ok(format!("Prompt list changed: added {DYNAMIC_PROMPT}"))
 }
 
-/// How many times `test://watched-resource` changed.
-static WATCHED_REVISION: AtomicU64 = AtomicU64::new(0);
+/// How many times `test://watched-resource` changed (the server's state).
+#[derive(Default)]
+struct Watched {
+    revision: AtomicU64,
+}
 
 /// Changes `test://watched-resource`: subscribers get `notifications/resources/updated`.
 #[tool]
-async fn test_update_watched_resource(ctx: Ctx) -> String {
-    let revision = WATCHED_REVISION.fetch_add(1, Ordering::SeqCst) + 1;
+async fn test_update_watched_resource(ctx: Ctx, watched: State<Watched>) -> String {
+    let revision = watched.revision.fetch_add(1, Ordering::SeqCst) + 1;
     ctx.server().resource_updated(WATCHED);
     format!("{WATCHED} is now at revision {revision}")
 }
@@ -598,12 +601,23 @@ async fn test_header_param(#[args] lookup: Lookup) -> String {
 // A note store: structured output, a template with completion, a guarded destructive tool
 // ------------------------------------------------------------------------------------------
 
-static NOTES: LazyLock<Mutex<BTreeMap<String, String>>> = LazyLock::new(|| {
-    Mutex::new(BTreeMap::from([(
-        "welcome".to_owned(),
-        "Welcome to the everything server: every MCP feature in one place.".to_owned(),
-    )]))
-});
+/// The note store: the server's state, shared by the tools, the resource, its completer
+/// and the prompt.
+struct Notes {
+    by_id: Mutex<BTreeMap<String, String>>,
+}
+
+impl Notes {
+    /// The store with its welcome note.
+    fn new() -> Self {
+        Notes {
+            by_id: Mutex::new(BTreeMap::from([(
+                "welcome".to_owned(),
+                "Welcome to the everything server: every MCP feature in one place.".to_owned(),
+            )])),
+        }
+    }
+}
 
 /// A stored note.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -619,6 +633,7 @@ struct Note {
 /// Stores a note (replacing one with the same id) and returns it as structured content.
 #[tool(idempotent)]
 async fn add_note(
+    notes: State<Notes>,
     /// The note's id: letters, digits, `-` and `_`.
     id: String,
     /// The note's text.
@@ -633,7 +648,7 @@ async fn add_note(
             "the id {id:?} must be non-empty and use only letters, digits, `-` and `_`"
         )));
     }
-    let mut notes = NOTES.lock();
+    let mut notes = notes.by_id.lock();
     notes.insert(id.clone(), text.clone());
     Ok(Json(Note {
         id,
@@ -645,10 +660,11 @@ async fn add_note(
 /// Deletes a note for good. Destructive: the authorizer asks the human first.
 #[tool(destructive)]
 async fn delete_note(
+    notes: State<Notes>,
     /// The id of the note to delete.
     id: String,
 ) -> Result<String, ToolError> {
-    match NOTES.lock().remove(&id) {
+    match notes.by_id.lock().remove(&id) {
         Some(_) => Ok(format!("deleted note {id}")),
         None => Err(ToolError::new(format!(
             "there is no note {id:?}; read the resource list to see which exist"
@@ -658,7 +674,11 @@ async fn delete_note(
 
 /// The ids of the stored notes that start with what was typed.
 async fn note_ids(request: CompletionRequest) -> Vec<String> {
-    NOTES
+    let Some(notes) = request.state::<Notes>() else {
+        return Vec::new();
+    };
+    notes
+        .by_id
         .lock()
         .keys()
         .filter(|id| id.starts_with(&request.value))
@@ -667,8 +687,12 @@ async fn note_ids(request: CompletionRequest) -> Vec<String> {
 }
 
 /// Every stored note, for `resources/list`.
-async fn all_notes() -> Vec<Resource> {
-    NOTES
+async fn all_notes(ctx: Ctx) -> Vec<Resource> {
+    let Some(notes) = ctx.state::<Notes>() else {
+        return Vec::new();
+    };
+    notes
+        .by_id
         .lock()
         .keys()
         .map(|id| Resource::new(format!("note://{id}"), format!("note {id}")))
@@ -677,8 +701,12 @@ async fn all_notes() -> Vec<Resource> {
 
 /// A stored note, by id.
 #[resource("note://{id}", mime = "text/plain", list = all_notes)]
-async fn note(#[arg(complete = note_ids)] id: String) -> Result<String, ResourceError> {
-    NOTES
+async fn note(
+    notes: State<Notes>,
+    #[arg(complete = note_ids)] id: String,
+) -> Result<String, ResourceError> {
+    notes
+        .by_id
         .lock()
         .get(&id)
         .cloned()
@@ -688,11 +716,13 @@ async fn note(#[arg(complete = note_ids)] id: String) -> Result<String, Resource
 /// Asks for a one-sentence summary of a stored note.
 #[prompt(title = "Summarize a note")]
 async fn summarize(
+    notes: State<Notes>,
     /// The id of the note.
     #[arg(complete = note_ids)]
     id: String,
 ) -> Result<String, PromptError> {
-    let text = NOTES
+    let text = notes
+        .by_id
         .lock()
         .get(&id)
         .cloned()
@@ -740,10 +770,10 @@ async fn template_data(#[arg(complete = ["1", "42", "123"])] id: String) -> Json
     mime = "text/plain",
     title = "Watched Resource"
 )]
-async fn watched_resource() -> String {
+async fn watched_resource(watched: State<Watched>) -> String {
     format!(
         "Watched resource content (revision {})",
-        WATCHED_REVISION.load(Ordering::SeqCst)
+        watched.revision.load(Ordering::SeqCst)
     )
 }
 
@@ -880,6 +910,7 @@ mcp::server! {
     instructions: "A showcase and test server. The test_* tools, resources and prompts exercise one \
                    protocol feature each; add_note, delete_note, note://{id} and the summarize \
                    prompt form a small note store.",
+    state: [Notes::new(), Watched::default()],
     tools: [
         test_simple_text,
         test_image_content,

@@ -9,7 +9,6 @@
 
 use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::OnceLock;
 
 use std::time::Duration;
 
@@ -17,13 +16,18 @@ use std::time::Duration;
 use mcp::Transport;
 use mcp::cli::Setup;
 use mcp::cli::clap::{self, Parser};
+use mcp::extract::State;
 use mcp::prelude::*;
 use serde::Serialize;
 
 /// The largest file `read_file` returns.
 const MAX_READ: u64 = 1024 * 1024;
 
-static ROOT: OnceLock<PathBuf> = OnceLock::new();
+/// The served directory: the application's state, handed to the server in `main` and
+/// received by every tool as `State<Root>`.
+struct Root {
+    dir: PathBuf,
+}
 
 // Command line: the root directory, plus every option of `mcp::cli` (--transport, --list,
 // the limits…). The doc comment below is what `--help` says the program does.
@@ -36,10 +40,6 @@ struct Args {
     root: PathBuf,
     #[command(flatten)]
     mcp: mcp::cli::Options,
-}
-
-fn root() -> &'static Path {
-    ROOT.get().map(PathBuf::as_path).unwrap_or(Path::new("."))
 }
 
 /// Resolves a client-supplied relative path inside `root`, refusing anything that could
@@ -96,14 +96,14 @@ struct Listing {
     entries: Vec<Entry>,
 }
 
-fn relative(path: &Path) -> String {
-    path.strip_prefix(root())
+fn relative(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
         .unwrap_or(path)
         .to_string_lossy()
         .into_owned()
 }
 
-async fn list_dir(dir: &Path) -> Result<Vec<Entry>, ToolError> {
+async fn list_dir(root: &Path, dir: &Path) -> Result<Vec<Entry>, ToolError> {
     let mut entries = Vec::new();
     let mut read = tokio::fs::read_dir(dir).await?;
     while let Some(e) = read.next_entry().await? {
@@ -116,7 +116,7 @@ async fn list_dir(dir: &Path) -> Result<Vec<Entry>, ToolError> {
             "other"
         };
         entries.push(Entry {
-            path: relative(&e.path()),
+            path: relative(root, &e.path()),
             kind,
             size: meta.is_file().then_some(meta.len()),
         });
@@ -128,17 +128,18 @@ async fn list_dir(dir: &Path) -> Result<Vec<Entry>, ToolError> {
 /// Lists a directory of the served tree.
 #[tool(read_only, idempotent)]
 async fn list_files(
+    root: State<Root>,
     /// The directory, relative to the served root (default: the root itself).
     dir: Option<String>,
 ) -> Result<Json<Listing>, ToolError> {
-    let dir = confine(root(), dir.as_deref().unwrap_or("."))?;
+    let dir = confine(&root.dir, dir.as_deref().unwrap_or("."))?;
     Ok(Json(Listing {
-        entries: list_dir(&dir).await?,
+        entries: list_dir(&root.dir, &dir).await?,
     }))
 }
 
-async fn read_text(path: &str) -> Result<String, ToolError> {
-    let file = confine(root(), path)?;
+async fn read_text(root: &Path, path: &str) -> Result<String, ToolError> {
+    let file = confine(root, path)?;
     let meta = tokio::fs::metadata(&file).await?;
     if !meta.is_file() {
         return Err(ToolError::new(format!("{path:?} is not a file")));
@@ -156,20 +157,22 @@ async fn read_text(path: &str) -> Result<String, ToolError> {
 /// Reads a text file of the served tree (up to 1 MiB).
 #[tool(read_only, idempotent)]
 async fn read_file(
+    root: State<Root>,
     /// The file, relative to the served root.
     path: String,
 ) -> Result<String, ToolError> {
-    read_text(&path).await
+    read_text(&root.dir, &path).await
 }
 
 /// Deletes a file of the served tree. The human is asked first.
 #[tool(destructive)]
 async fn delete_file(
     ctx: Ctx,
+    root: State<Root>,
     /// The file, relative to the served root.
     path: String,
 ) -> Result<String, ToolError> {
-    let file = confine(root(), &path)?;
+    let file = confine(&root.dir, &path)?;
     if !tokio::fs::metadata(&file).await?.is_file() {
         return Err(ToolError::new(format!(
             "{path:?} is not a file; only files can be deleted"
@@ -182,8 +185,8 @@ async fn delete_file(
 
 /// A file of the served tree, as a resource.
 #[resource("files:///{+path}", mime = "text/plain", list = top_level_files)]
-async fn file(path: String) -> Result<String, ResourceError> {
-    read_text(&path).await.map_err(|e| {
+async fn file(root: State<Root>, path: String) -> Result<String, ResourceError> {
+    read_text(&root.dir, &path).await.map_err(|e| {
         if e.0.contains("does not exist") {
             ResourceError::NotFound
         } else {
@@ -192,8 +195,11 @@ async fn file(path: String) -> Result<String, ResourceError> {
     })
 }
 
-async fn top_level_files() -> Vec<Resource> {
-    let entries = list_dir(root()).await.unwrap_or_default();
+async fn top_level_files(ctx: Ctx) -> Vec<Resource> {
+    let Some(root) = ctx.state::<Root>() else {
+        return Vec::new();
+    };
+    let entries = list_dir(&root.dir, &root.dir).await.unwrap_or_default();
     entries
         .into_iter()
         .filter(|e| e.kind == "file")
@@ -224,11 +230,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let _ = ROOT.set(root);
     args.mcp.run(Transport::Stdio, || {
         // Operators tune the limits from the command line (--call-timeout 30s) or the
         // environment (MCP_CALL_TIMEOUT=30s), never beyond these ceilings.
-        Setup::from(server_builder())
+        Setup::from(server_builder().state(Root { dir: root }))
             .ceiling("call_timeout", Duration::from_secs(600))
             .ceiling("max_message_size", 16 << 20)
     })

@@ -336,6 +336,51 @@ impl Param {
 pub enum ParamKind {
     Ctx,
     Value(Box<Param>),
+    /// A parameter derived from the call (`State<T>`, or marked `#[extract]`), never an
+    /// argument.
+    Extract(Box<Extract>),
+}
+
+/// A parameter an extractor (`mcp::extract::FromCtx`) fills.
+pub struct Extract {
+    pub ident: syn::Ident,
+    pub ty: Type,
+    /// `T` of a `State<T>` parameter: the server must hold that state.
+    pub state: Option<Type>,
+}
+
+impl Extract {
+    /// `let ident: Ty = <extracted>;`, returning `reject(rejection)` from the handler when
+    /// extraction fails.
+    pub fn bind(&self, reject: &TokenStream) -> TokenStream {
+        let (ident, ty) = (self.local(), &self.ty);
+        quote::quote_spanned! {ty.span()=>
+            let #ident: #ty = match <#ty as ::mcp::extract::FromCtx>::from_ctx(&__ctx).await {
+                ::core::result::Result::Ok(v) => v,
+                ::core::result::Result::Err(e) => return #reject(e),
+            };
+        }
+    }
+}
+
+impl Extract {
+    /// The local the value is bound to: not the parameter's own name, which may be the
+    /// handler's (a parameter `tenant` of `fn tenant` would shadow the function).
+    pub fn local(&self) -> syn::Ident {
+        quote::format_ident!("__mcp_extracted_{}", self.ident.unraw())
+    }
+}
+
+/// `.requires_state::<T>()` for every `State<T>` parameter.
+pub fn state_needs(params: &[ParamKind]) -> Vec<TokenStream> {
+    params
+        .iter()
+        .filter_map(|p| match p {
+            ParamKind::Extract(e) => e.state.as_ref(),
+            _ => None,
+        })
+        .map(|t| quote::quote_spanned! {t.span()=> .requires_state::<#t>() })
+        .collect()
 }
 
 /// Reads and strips the parameters' attributes (doc comments and `#[arg]` are not allowed
@@ -349,7 +394,7 @@ pub fn take_params(sig: &mut Signature, kind: Kind, errors: &mut Errors) -> Vec<
                 errors.at(
                     &*r,
                     format!(
-                        "{what} works on free `async fn`s, not methods: move the function out of the `impl` block (keep shared state in a `static` or pass it through your own types)"
+                        "{what} works on free `async fn`s, not methods: move the function out of the `impl` block and take shared state as a `State<T>` parameter (ServerBuilder::state)"
                     ),
                 );
                 continue;
@@ -358,6 +403,7 @@ pub fn take_params(sig: &mut Signature, kind: Kind, errors: &mut Errors) -> Vec<
         };
         let docs = doc_text(&typed.attrs);
         let mut opts = ArgOpts::default();
+        let mut extract = None;
         let mut kept = Vec::new();
         for attr in std::mem::take(&mut typed.attrs) {
             if attr.path().is_ident("doc") {
@@ -379,6 +425,13 @@ pub fn take_params(sig: &mut Signature, kind: Kind, errors: &mut Errors) -> Vec<
                 parse_arg_attr(&attr, kind, &mut opts, errors);
                 continue;
             }
+            if attr.path().is_ident("extract") {
+                if !matches!(attr.meta, syn::Meta::Path(_)) {
+                    errors.at(&attr, "`#[extract]` takes no options");
+                }
+                extract = Some(attr.span());
+                continue;
+            }
             kept.push(attr);
         }
         typed.attrs = kept;
@@ -397,6 +450,21 @@ pub fn take_params(sig: &mut Signature, kind: Kind, errors: &mut Errors) -> Vec<
         };
         if is_ctx(&typed.ty) {
             out.push(ParamKind::Ctx);
+            continue;
+        }
+        let state = generic_inner(&typed.ty, "State").cloned();
+        if extract.is_some() || state.is_some() {
+            if opts.whole.is_some() {
+                errors.at(
+                    &typed.ty,
+                    "a parameter is either `#[args]` or extracted, not both",
+                );
+            }
+            out.push(ParamKind::Extract(Box::new(Extract {
+                ident,
+                ty: (*typed.ty).clone(),
+                state,
+            })));
             continue;
         }
         if let Some(bad) = find_impl_trait(&typed.ty) {

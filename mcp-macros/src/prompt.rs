@@ -57,6 +57,11 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     for p in &params {
         match p {
             ParamKind::Ctx => call_args.push(quote! { ::core::clone::Clone::clone(&__ctx) }),
+            ParamKind::Extract(e) => {
+                binds.push(e.bind(&quote! { ::mcp::macros_support::rejected_prompt }));
+                let local = e.local();
+                call_args.push(quote! { #local });
+            }
             ParamKind::Value(v) => {
                 let ident = &v.ident;
                 let ty = &v.ty;
@@ -86,7 +91,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let convert = quote_spanned! {output_span=>
         ::mcp::macros_support::into_prompt(#fn_name(#(#call_args),*).await)
     };
-    let mut setters = Vec::new();
+    let mut setters = crate::common::state_needs(&params);
     if let Some(t) = &title {
         setters.push(quote! { .title(#t) });
     }

@@ -214,6 +214,11 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     for p in &params {
         match p {
             ParamKind::Ctx => call_args.push(quote! { ::core::clone::Clone::clone(&__ctx) }),
+            ParamKind::Extract(e) => {
+                binds.push(e.bind(&quote! { ::mcp::macros_support::rejected_resource }));
+                let local = e.local();
+                call_args.push(quote! { #local });
+            }
             ParamKind::Value(v) => {
                 let ident = &v.ident;
                 let ty = &v.ty;
@@ -238,6 +243,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         ::mcp::macros_support::into_resource(#fn_name(#(#call_args),*).await)
     };
     let mut setters = vec![quote! { .description(#description_text) }];
+    setters.extend(crate::common::state_needs(&params));
     if let Some(t) = &title {
         setters.push(quote! { .title(#t) });
     }

@@ -23,6 +23,7 @@ const KEYS: &[&str] = &[
     "authorizer",
     "read_authorizer",
     "layers",
+    "state",
     "transport",
     "configure",
     "main",
@@ -50,7 +51,7 @@ impl Parse for Input {
             input.parse::<Token![:]>().map_err(|e| {
                 syn::Error::new(e.span(), format!("expected `:` after `{}`", key.unraw()))
             })?;
-            let value = if key == "layers" && input.peek(syn::token::Bracket) {
+            let value = if (key == "layers" || key == "state") && input.peek(syn::token::Bracket) {
                 let content;
                 syn::bracketed!(content in input);
                 Value::Exprs(content.parse_terminated(Expr::parse, Token![,])?)
@@ -84,6 +85,7 @@ struct Spec {
     authorizer: Option<Expr>,
     read_authorizer: Option<Expr>,
     layers: Vec<Expr>,
+    state: Vec<Expr>,
     transport: Option<TokenStream>,
     configure: Option<Expr>,
     main: bool,
@@ -139,7 +141,12 @@ fn expand_checked(input: TokenStream) -> syn::Result<TokenStream> {
         seen.push(k.clone());
         let list_key = matches!(k.as_str(), "tools" | "resources" | "prompts");
         match (value, list_key) {
+            (Value::Exprs(items), _) if k == "state" => spec.state = items.into_iter().collect(),
             (Value::Exprs(items), _) => spec.layers = items.into_iter().collect(),
+            (Value::Expr(e), _) if k == "state" => errors.at(
+                e,
+                "`state` takes a list of values, one per type: `state: [Config::load(), Db::new()]`",
+            ),
             (Value::Expr(e), _) if k == "layers" => errors.at(
                 e,
                 "`layers` takes a list of layers: `layers: [mcp::layers::Timing, ...]`",
@@ -322,6 +329,9 @@ fn expand_checked(input: TokenStream) -> syn::Result<TokenStream> {
     if let Some(a) = &spec.read_authorizer {
         steps.push(quote_spanned! {a.span()=> let builder = builder.read_authorizer(#a); });
     }
+    for s in &spec.state {
+        steps.push(quote_spanned! {s.span()=> let builder = builder.state(#s); });
+    }
     for l in &spec.layers {
         steps.push(quote_spanned! {l.span()=> let builder = builder.layer(#l); });
     }
@@ -370,9 +380,9 @@ fn expand_checked(input: TokenStream) -> syn::Result<TokenStream> {
 
         /// The server `server!` describes, ready to serve or to test in memory.
         ///
-        /// Everything that could make building fail was checked at compile time, so this
-        /// does not fail in practice; if the builder's own checks ever disagree, it panics
-        /// with their message.
+        /// Everything else that could make building fail was checked at compile time; a
+        /// handler taking a `State<T>` that `state: [..]` does not give makes it panic with
+        /// the builder's message (give the state here, or to `server_builder()`).
         #[allow(dead_code)]
         pub fn server() -> ::mcp::Server {
             match server_builder().build() {

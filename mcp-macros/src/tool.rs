@@ -7,7 +7,7 @@ use syn::{ItemFn, LitStr, ReturnType, Type};
 
 use crate::common::{
     Errors, Kind, ParamKind, check_signature, default_name, generic_inner, named_options,
-    output_span, parse_items, required_description, take_params, unknown_option,
+    output_span, parse_items, required_description, state_needs, take_params, unknown_option,
 };
 
 const OPTIONS: &[&str] = &[
@@ -111,7 +111,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         .iter()
         .filter_map(|p| match p {
             ParamKind::Value(v) => Some(v),
-            ParamKind::Ctx => None,
+            ParamKind::Ctx | ParamKind::Extract(_) => None,
         })
         .collect();
     let whole = values.iter().find(|v| v.opts.whole.is_some());
@@ -174,6 +174,10 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         .iter()
         .map(|p| match p {
             ParamKind::Ctx => quote! { ::core::clone::Clone::clone(&__ctx) },
+            ParamKind::Extract(e) => {
+                let local = e.local();
+                quote! { #local }
+            }
             ParamKind::Value(v) if v.opts.whole.is_some() => quote! { __args },
             ParamKind::Value(v) => {
                 let ident = &v.ident;
@@ -187,7 +191,15 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         ::mcp::macros_support::into_tool_result(#fn_name(#(#call_args),*).await)
     };
 
-    let mut setters = Vec::new();
+    let reject = quote! { ::mcp::macros_support::rejected_tool };
+    let binds: Vec<TokenStream> = params
+        .iter()
+        .filter_map(|p| match p {
+            ParamKind::Extract(e) => Some(e.bind(&reject)),
+            _ => None,
+        })
+        .collect();
+    let mut setters = state_needs(&params);
     if let Some(t) = &title {
         setters.push(quote! { .title(#t) });
     }
@@ -249,6 +261,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                             |__ctx: ::mcp::Ctx, __args: #args_ty| async move {
                                 let _ = &__args;
                                 let _ = &__ctx;
+                                #(#binds)*
                                 #convert
                             },
                         )

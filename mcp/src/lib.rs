@@ -103,6 +103,7 @@ pub mod cluster;
 mod conn;
 pub mod context;
 pub mod elicit;
+pub mod extract;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod layers;

@@ -287,6 +287,21 @@ pub fn lister<M>(l: impl IntoLister<M>) -> impl ResourceLister {
     l.into_lister()
 }
 
+/// A tool call whose extractor refused: a tool error result with the rejection's message.
+pub fn rejected_tool(rejection: crate::extract::Rejection) -> CallToolResult {
+    CallToolResult::error(rejection.to_string())
+}
+
+/// A resource read whose extractor refused.
+pub fn rejected_resource<T>(rejection: crate::extract::Rejection) -> Result<T, ResourceError> {
+    Err(ResourceError::Failed(rejection.to_string()))
+}
+
+/// A prompt whose extractor refused.
+pub fn rejected_prompt<T>(rejection: crate::extract::Rejection) -> Result<T, PromptError> {
+    Err(PromptError::Failed(rejection.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -71,7 +71,7 @@
 //! # Limits and timeouts
 //!
 //! Every limit and timeout of [`ServerConfig`](crate::server::ServerConfig) and
-//! [`HttpConfig`] has a flag and a variable named after it (`call_timeout`:
+//! [`HttpConfig`](crate::transport::http::HttpConfig) has a flag and a variable named after it (`call_timeout`:
 //! `--call-timeout`, `MCP_CALL_TIMEOUT`). Durations are written `300ms`, `60s`, `10m` or
 //! `1h 30m`; sizes `65536`, `512KiB` or `4MiB`. The value the server sets in code is the
 //! default; the command line changes it for one run, up to the ceiling the author set with
@@ -129,7 +129,7 @@
 //!
 //! Hand [`Options::run`] (or [`main`]) the server's builder, as `server!`'s `server_builder`
 //! gives it, so the limits can be applied; a built [`Server`] is served as it is. To give
-//! the network transports an [`HttpConfig`] of your own, or to cap what the command line
+//! the network transports an [`HttpConfig`](crate::transport::http::HttpConfig) of your own, or to cap what the command line
 //! may set, hand it a [`Setup`].
 
 #[cfg(not(feature = "cli"))]
@@ -267,7 +267,12 @@ fn run(setup: Setup, plan: Plan) -> Result<(), String> {
             None => None,
         };
         let (server, net) = setup.build(plan.state_key, cluster.clone())?;
-        let served = serve(server, plan.transport, net, plan.addr).await;
+        // Start-up hooks (and state made at start-up) run before anything is accepted;
+        // their error stops the boot. Shutdown hooks run once serving has ended, however it
+        // ended.
+        server.start().await?;
+        let served = serve(server.clone(), plan.transport, net, plan.addr).await;
+        server.finish().await;
         if let Some(cluster) = cluster {
             cluster.leave().await;
         }
@@ -350,6 +355,9 @@ async fn serve_network(
             other => format!("cannot listen on {addr}: {other}"),
         })?;
     let addr = bound.local_addr().map_err(|e| e.to_string())?;
+    // Listening for SIGTERM and Ctrl-C before saying where we serve: a supervisor that
+    // stops the server as soon as it is announced gets a graceful stop.
+    let stop = http::termination();
     let endpoints = match (transport, legacy_sse) {
         (TransportArg::Http, false) => format!("Streamable HTTP at http://{addr}/mcp"),
         (TransportArg::Http, true) => {
@@ -358,7 +366,7 @@ async fn serve_network(
         _ => format!("HTTP+SSE at http://{addr}/sse"),
     };
     tracing::info!(target: "mcp", "serving {name} {version}: {endpoints}");
-    bound.run().await.map_err(|e| e.to_string())
+    bound.run_until(stop).await.map_err(|e| e.to_string())
 }
 
 const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];

@@ -30,6 +30,9 @@ pub(crate) trait Host: Send + Sync + 'static {
         uri: &'a str,
     ) -> HostFuture<'a, Result<Vec<ResourceContents>, ErrorObject>>;
 
+    /// The application's state of the type `id`, if the server holds one.
+    fn state(&self, id: std::any::TypeId) -> Option<std::sync::Arc<dyn Any + Send + Sync>>;
+
     /// The host itself, for the server to recognise its own type.
     fn into_any(self: std::sync::Arc<Self>) -> std::sync::Arc<dyn Any + Send + Sync>;
 }

@@ -615,6 +615,17 @@ impl Ctx {
         &self.inner.caller
     }
 
+    /// The application's state of type `T`, if the server holds one (see
+    /// [`ServerBuilder::state`](crate::ServerBuilder::state)); handlers usually take a
+    /// [`State<T>`](crate::extract::State) parameter instead.
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.inner
+            .host
+            .state(std::any::TypeId::of::<T>())?
+            .downcast::<T>()
+            .ok()
+    }
+
     /// The per-call timeout the server applies.
     pub fn call_timeout(&self) -> Duration {
         self.inner.host.call_timeout()

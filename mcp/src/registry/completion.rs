@@ -7,8 +7,9 @@ use std::sync::Arc;
 use super::BoxFuture;
 
 /// What is being completed: the argument, its partial value, and the values already chosen
-/// for the other arguments.
-#[derive(Clone, Debug, Default)]
+/// for the other arguments; [`CompletionRequest::state`] reaches the application's state.
+#[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct CompletionRequest {
     /// The argument (or template variable) name.
     pub argument: String,
@@ -16,6 +17,54 @@ pub struct CompletionRequest {
     pub value: String,
     /// Other arguments' values.
     pub context: HashMap<String, String>,
+    /// The server asked, for its state.
+    host: Option<Arc<dyn crate::context::Host>>,
+}
+
+impl std::fmt::Debug for CompletionRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompletionRequest")
+            .field("argument", &self.argument)
+            .field("value", &self.value)
+            .field("context", &self.context)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CompletionRequest {
+    /// A request for `argument`, typed so far as `value` (for testing a completer).
+    pub fn new(argument: impl Into<String>, value: impl Into<String>) -> Self {
+        CompletionRequest {
+            argument: argument.into(),
+            value: value.into(),
+            ..CompletionRequest::default()
+        }
+    }
+
+    /// The request as the server makes it, able to reach its state.
+    pub(crate) fn served(
+        argument: String,
+        value: String,
+        context: HashMap<String, String>,
+        host: Arc<dyn crate::context::Host>,
+    ) -> Self {
+        CompletionRequest {
+            argument,
+            value,
+            context,
+            host: Some(host),
+        }
+    }
+
+    /// The application's state of type `T`, if the server holds one (see
+    /// [`ServerBuilder::state`](crate::ServerBuilder::state)).
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.host
+            .as_ref()?
+            .state(std::any::TypeId::of::<T>())?
+            .downcast::<T>()
+            .ok()
+    }
 }
 
 /// Suggests values for one argument. The server truncates to 100 values and fills in

@@ -8,6 +8,7 @@
 
 mod arguments;
 mod completion;
+mod needs;
 mod output;
 mod prompt;
 mod resource;

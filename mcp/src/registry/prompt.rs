@@ -54,6 +54,8 @@ pub struct PromptDef {
     pub(crate) prompt: Prompt,
     pub(crate) handler: Arc<dyn PromptHandler>,
     pub(crate) completers: HashMap<String, Arc<dyn Completer>>,
+    /// The states the handler takes.
+    pub(crate) needs: Vec<super::needs::Need>,
 }
 
 impl fmt::Debug for PromptDef {
@@ -65,6 +67,16 @@ impl fmt::Debug for PromptDef {
 }
 
 impl PromptDef {
+    /// Says the handler takes `State<T>`: [`ServerBuilder::build`] fails, naming the
+    /// handler and the type, unless the server holds (or a start-up hook promises) a state of
+    /// that type. The macros add it for every `State<T>` parameter.
+    ///
+    /// [`ServerBuilder::build`]: crate::ServerBuilder::build
+    pub fn requires_state<T: Send + Sync + 'static>(mut self) -> Self {
+        super::needs::add::<T>(&mut self.needs);
+        self
+    }
+
     /// A prompt with a name, a description and a handler.
     pub fn new(
         name: impl Into<String>,
@@ -72,6 +84,7 @@ impl PromptDef {
         handler: impl PromptHandler,
     ) -> Self {
         PromptDef {
+            needs: Vec::new(),
             prompt: Prompt {
                 name: name.into(),
                 title: None,

@@ -76,6 +76,8 @@ pub struct ResourceDef {
     pub(crate) mime: Option<Arc<str>>,
     pub(crate) cache_ttl: Option<Duration>,
     pub(crate) handler: Arc<dyn ResourceHandler>,
+    /// The states the handler takes.
+    pub(crate) needs: Vec<super::needs::Need>,
 }
 
 impl fmt::Debug for ResourceDef {
@@ -87,6 +89,16 @@ impl fmt::Debug for ResourceDef {
 }
 
 impl ResourceDef {
+    /// Says the handler takes `State<T>`: [`ServerBuilder::build`] fails, naming the
+    /// handler and the type, unless the server holds (or a start-up hook promises) a state of
+    /// that type. The macros add it for every `State<T>` parameter.
+    ///
+    /// [`ServerBuilder::build`]: crate::ServerBuilder::build
+    pub fn requires_state<T: Send + Sync + 'static>(mut self) -> Self {
+        super::needs::add::<T>(&mut self.needs);
+        self
+    }
+
     /// A resource at `uri` with a programmatic `name`.
     pub fn new(
         uri: impl Into<String>,
@@ -94,6 +106,7 @@ impl ResourceDef {
         handler: impl ResourceHandler,
     ) -> Self {
         ResourceDef {
+            needs: Vec::new(),
             resource: Resource::new(uri, name),
             mime: None,
             cache_ttl: None,
@@ -161,6 +174,8 @@ pub struct ResourceTemplateDef {
     pub(crate) handler: Arc<dyn ResourceHandler>,
     pub(crate) lister: Option<Arc<dyn ResourceLister>>,
     pub(crate) completers: HashMap<String, Arc<dyn Completer>>,
+    /// The states the handler takes.
+    pub(crate) needs: Vec<super::needs::Need>,
 }
 
 impl fmt::Debug for ResourceTemplateDef {
@@ -172,6 +187,16 @@ impl fmt::Debug for ResourceTemplateDef {
 }
 
 impl ResourceTemplateDef {
+    /// Says the handler takes `State<T>`: [`ServerBuilder::build`] fails, naming the
+    /// handler and the type, unless the server holds (or a start-up hook promises) a state of
+    /// that type. The macros add it for every `State<T>` parameter.
+    ///
+    /// [`ServerBuilder::build`]: crate::ServerBuilder::build
+    pub fn requires_state<T: Send + Sync + 'static>(mut self) -> Self {
+        super::needs::add::<T>(&mut self.needs);
+        self
+    }
+
     /// A template such as `greeting://{name}` with a programmatic `name`.
     pub fn new(
         uri_template: &str,
@@ -180,6 +205,7 @@ impl ResourceTemplateDef {
     ) -> Result<Self, TemplateError> {
         let parsed = UriTemplate::parse(uri_template)?;
         Ok(ResourceTemplateDef {
+            needs: Vec::new(),
             template: ResourceTemplate {
                 uri_template: uri_template.to_owned(),
                 name: name.into(),

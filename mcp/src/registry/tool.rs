@@ -51,6 +51,8 @@ pub struct ToolDef {
     decoder: Option<Decoder>,
     /// Layers of this tool's own, inside the server's.
     pub(crate) layers: Vec<Arc<dyn crate::layers::Layer>>,
+    /// The states the handler takes.
+    pub(crate) needs: Vec<super::needs::Need>,
 }
 
 /// Decodes the JSON text of a call's arguments as a typed tool's handler would.
@@ -74,6 +76,16 @@ impl fmt::Debug for ToolDef {
 }
 
 impl ToolDef {
+    /// Says the handler takes `State<T>`: [`ServerBuilder::build`] fails, naming the
+    /// handler and the type, unless the server holds (or a start-up hook promises) a state of
+    /// that type. The macros add it for every `State<T>` parameter.
+    ///
+    /// [`ServerBuilder::build`]: crate::ServerBuilder::build
+    pub fn requires_state<T: Send + Sync + 'static>(mut self) -> Self {
+        super::needs::add::<T>(&mut self.needs);
+        self
+    }
+
     /// A tool with a name, a description for the model, a JSON Schema for its arguments
     /// (an object schema, kept verbatim) and a handler.
     pub fn new(
@@ -84,6 +96,7 @@ impl ToolDef {
     ) -> Self {
         let schema = ArgsSchema::new(Arc::new(input_schema));
         ToolDef {
+            needs: Vec::new(),
             tool: Tool {
                 name: name.into(),
                 title: None,

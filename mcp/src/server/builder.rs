@@ -110,6 +110,13 @@ pub enum BuildError {
         /// Why.
         reason: String,
     },
+    /// A handler takes a `State<T>` the server was not given.
+    MissingState {
+        /// The handler: `tool "name"`, `resource "uri"`, `prompt "name"`.
+        handler: String,
+        /// The state's type.
+        type_name: &'static str,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -125,6 +132,10 @@ impl fmt::Display for BuildError {
             ),
             BuildError::Registry(e) => write!(f, "{e}"),
             BuildError::InvalidConfig { option, reason } => write!(f, "invalid {option}: {reason}"),
+            BuildError::MissingState { handler, type_name } => write!(
+                f,
+                "{handler} takes State<{type_name}>, and the server has no state of that type: give it with ServerBuilder::state (server! {{ state: [..] }}) or ServerBuilder::state_with"
+            ),
         }
     }
 }
@@ -169,6 +180,10 @@ pub struct ServerBuilder {
     on_event: Option<EventHook>,
     state_key: Option<Vec<u8>>,
     cluster: Option<crate::cluster::Cluster>,
+    states: crate::extract::StateMap,
+    /// States a start-up hook will add ([`ServerBuilder::state_with`]).
+    promised: Vec<std::any::TypeId>,
+    hooks: super::hooks::Hooks,
 }
 
 impl ServerBuilder {
@@ -193,7 +208,90 @@ impl ServerBuilder {
             on_event: None,
             state_key: None,
             cluster: None,
+            states: crate::extract::StateMap::default(),
+            promised: Vec::new(),
+            hooks: super::hooks::Hooks::default(),
         }
+    }
+
+    /// Gives the server a piece of the application's state: a handler receives it as a
+    /// `State<T>` parameter ([`State`](crate::extract::State)), a layer or an authorizer
+    /// through [`Ctx::state`]. One value per type; give several types for several pieces
+    /// (a pool, a client, the configuration). A second value of the same type replaces the
+    /// first.
+    ///
+    /// [`Ctx::state`]: crate::Ctx::state
+    pub fn state<T: Send + Sync + 'static>(self, value: T) -> Self {
+        self.states.insert(Arc::new(value));
+        self
+    }
+
+    /// State made at start-up by an async function that may fail: a database pool that
+    /// connects and migrates, a client that fetches its configuration. It runs in
+    /// [`Server::start`] (the generated `main` calls it before serving), in the order the
+    /// hooks were added; its error stops the boot with a message naming the state's type.
+    /// Handlers asking for `State<T>` pass `build()`'s check: the state is promised.
+    pub fn state_with<T, F, Fut, E>(mut self, init: F) -> Self
+    where
+        T: Send + Sync + 'static,
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<T, E>> + Send + 'static,
+        E: std::fmt::Display,
+    {
+        self.promised.push(std::any::TypeId::of::<T>());
+        self.hooks
+            .start
+            .get_mut()
+            .push(Box::new(move |server: Server| {
+                Box::pin(async move {
+                    let value = init().await.map_err(|e| {
+                        format!(
+                            "the state {} could not be made: {e}",
+                            std::any::type_name::<T>()
+                        )
+                    })?;
+                    server.inner.states.insert(Arc::new(value));
+                    Ok(())
+                })
+            }));
+        self
+    }
+
+    /// A start-up hook: runs once in [`Server::start`], before the transport accepts
+    /// anything (the generated `main` calls it). Its error stops the boot: the binary prints
+    /// it and exits with status 1.
+    pub fn on_start<F, Fut, E>(mut self, hook: F) -> Self
+    where
+        F: FnOnce(Server) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<(), E>> + Send + 'static,
+        E: std::fmt::Display,
+    {
+        self.hooks
+            .start
+            .get_mut()
+            .push(Box::new(move |server: Server| {
+                Box::pin(async move {
+                    hook(server)
+                        .await
+                        .map_err(|e| format!("start-up failed: {e}"))
+                })
+            }));
+        self
+    }
+
+    /// A shutdown hook: runs once in [`Server::finish`], after the transport stopped
+    /// (stdin closed, SIGTERM or Ctrl-C) and the calls in flight ended; the last added runs
+    /// first. Close pools, flush what is buffered.
+    pub fn on_shutdown<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: FnOnce(Server) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.hooks
+            .stop
+            .get_mut()
+            .push(Box::new(move |server: Server| Box::pin(hook(server))));
+        self
     }
 
     /// Sets a display title.
@@ -535,6 +633,40 @@ impl ServerBuilder {
                 key
             }
         };
+        let needs = self
+            .tools
+            .iter()
+            .flat_map(|t| {
+                t.needs
+                    .iter()
+                    .map(move |n| (format!("tool {:?}", t.name()), n))
+            })
+            .chain(self.resources.iter().flat_map(|r| {
+                r.needs
+                    .iter()
+                    .map(move |n| (format!("resource {:?}", r.resource().uri), n))
+            }))
+            .chain(self.templates.iter().flat_map(|r| {
+                r.needs.iter().map(move |n| {
+                    (
+                        format!("resource template {:?}", r.template().uri_template),
+                        n,
+                    )
+                })
+            }))
+            .chain(self.prompts.iter().flat_map(|p| {
+                p.needs
+                    .iter()
+                    .map(move |n| (format!("prompt {:?}", p.prompt().name), n))
+            }));
+        for (handler, need) in needs {
+            if !self.states.contains(need.id) && !self.promised.contains(&need.id) {
+                return Err(BuildError::MissingState {
+                    handler,
+                    type_name: need.type_name,
+                });
+            }
+        }
         let registry = Registry::new();
         registry.register_all(self.tools, self.resources, self.templates, self.prompts)?;
         let inner = Arc::new(ServerInner {
@@ -572,6 +704,8 @@ impl ServerBuilder {
             config: self.config,
             audit: self.audit,
             layers: self.layers,
+            states: self.states,
+            hooks: self.hooks,
         });
         let weak = Arc::downgrade(&inner);
         inner.registry.set_notifier(Arc::new(move |kind| {

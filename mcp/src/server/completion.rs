@@ -23,11 +23,15 @@ impl Server {
     ) -> Result<Reply, ErrorObject> {
         let p: CompleteRequestParams = parse_params(methods::COMPLETION_COMPLETE, params, true)?;
         let snapshot = self.registry().snapshot();
-        let request = CompletionRequest {
-            argument: p.argument.name.clone(),
-            value: p.argument.value.clone(),
-            context: p.context.and_then(|c| c.arguments).unwrap_or_default(),
-        };
+        let request = CompletionRequest::served(
+            p.argument.name.clone(),
+            p.argument.value.clone(),
+            p.context
+                .as_ref()
+                .and_then(|c| c.arguments.clone())
+                .unwrap_or_default(),
+            self.host(),
+        );
         let completer: Option<Arc<dyn Completer>> = match &p.reference {
             CompletionReference::Prompt { name } => {
                 let prompt = snapshot.prompt(name).ok_or_else(|| {

@@ -13,6 +13,7 @@ mod builder;
 mod compat;
 pub(crate) mod completion;
 mod dispatch;
+mod hooks;
 mod layered;
 mod lifecycle;
 mod prompts;
@@ -71,6 +72,10 @@ pub(crate) struct ServerInner {
     /// Receives the other replicas' list changes and resource updates (held here; the
     /// cluster holds it weakly).
     bus_handler: std::sync::OnceLock<crate::cluster::BusHandler>,
+    /// The application's state, by type.
+    states: crate::extract::StateMap,
+    /// Start-up and shutdown hooks not yet run.
+    hooks: hooks::Hooks,
 }
 
 impl fmt::Debug for Server {
@@ -376,6 +381,10 @@ impl Host for ServerInner {
 
     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
         self
+    }
+
+    fn state(&self, id: std::any::TypeId) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
+        self.states.get_any(id)
     }
 }
 

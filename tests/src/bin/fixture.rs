@@ -5,6 +5,10 @@
 //! to an address (port 0 for any), it serves Streamable HTTP there instead of stdio and
 //! prints the bound address as its first line on stdout; `FIXTURE_IDLE_MS` then sets the
 //! session idle timeout (default 30 minutes).
+//!
+//! The lifecycle hooks: with `FIXTURE_HOOK_FILE` set, the start-up hook writes `start` to
+//! that file and the shutdown hook appends `stop`; with `FIXTURE_FAIL_START` set, start-up
+//! fails with that text.
 
 use std::time::Duration;
 
@@ -27,7 +31,7 @@ struct Echo {
     text: String,
 }
 
-fn server() -> Server {
+fn builder() -> ServerBuilder {
     let grace = std::env::var("FIXTURE_GRACE_MS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -74,8 +78,34 @@ fn server() -> Server {
         }))
         .shutdown_grace(Duration::from_millis(grace))
         .call_timeout(Duration::from_secs(30))
-        .build()
-        .expect("the fixture server builds")
+}
+
+/// The lifecycle hooks the environment asks for.
+fn with_hooks(builder: ServerBuilder) -> ServerBuilder {
+    let file = std::env::var_os("FIXTURE_HOOK_FILE");
+    let fail = std::env::var("FIXTURE_FAIL_START").ok();
+    let stop_file = file.clone();
+    builder
+        .on_start(move |_server| async move {
+            if let Some(why) = fail {
+                return Err(why);
+            }
+            if let Some(file) = file {
+                std::fs::write(file, "start\n").map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        })
+        .on_shutdown(move |_server| async move {
+            if let Some(file) = stop_file {
+                use std::io::Write as _;
+                let mut f = std::fs::OpenOptions::new().append(true).open(file).unwrap();
+                let _ = f.write_all(b"stop\n");
+            }
+        })
+}
+
+fn server() -> Server {
+    builder().build().expect("the fixture server builds")
 }
 
 /// Serves Streamable HTTP on `addr`, printing the bound address first.
@@ -118,6 +148,6 @@ fn main() -> std::process::ExitCode {
             about: Some("A server for fault, shutdown and soak tests."),
             transport: Transport::Stdio,
         },
-        server,
+        || with_hooks(builder()),
     )
 }

@@ -323,27 +323,39 @@ impl HttpServer {
     }
 }
 
-/// Completes on Ctrl-C or SIGTERM.
-async fn termination() {
-    let ctrl_c = async {
+/// Completes on Ctrl-C or SIGTERM. The handlers are installed when this is called, not when
+/// the future is first polled, so a signal that arrives between the call and serving (say,
+/// right after the boot log named the address) still stops the server gracefully instead
+/// of killing the process.
+pub fn termination() -> impl Future<Output = ()> + Send + 'static {
+    #[cfg(unix)]
+    let (interrupt, terminate) = {
+        use tokio::signal::unix::{SignalKind, signal};
+        (
+            signal(SignalKind::interrupt()).ok(),
+            signal(SignalKind::terminate()).ok(),
+        )
+    };
+    async move {
+        #[cfg(unix)]
+        {
+            let wait = |s: Option<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Some(mut s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = wait(interrupt) => {}
+                _ = wait(terminate) => {}
+            }
+        }
+        #[cfg(not(unix))]
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;
         }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
+        tracing::info!(target: "mcp::http", "shutting down");
     }
-    tracing::info!(target: "mcp::http", "shutting down");
 }

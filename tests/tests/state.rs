@@ -1,0 +1,248 @@
+//! Application state, extractors and the lifecycle hooks, through the in-memory client:
+//! a tool, a resource and a prompt receive the state the server was given; a custom
+//! extractor fills a parameter or refuses the call; a handler asking for a state the server
+//! lacks stops `build()`; start-up hooks run once and their error is the boot's; state made
+//! at start-up reaches handlers; shutdown hooks run once, last first.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use mcp::extract::{FromCtx, Rejection, State};
+use mcp::macros_support::{PromptFactory, ResourceFactory, ToolFactory};
+use mcp::prelude::*;
+use mcp::protocol::CallToolResult;
+use mcp::testing::TestClient;
+use serde_json::{Value, json};
+use std::sync::Mutex;
+
+/// The application's configuration.
+struct Config {
+    greeting: String,
+}
+
+/// A counter shared by every call (stands in for a pool).
+#[derive(Default)]
+struct Counter {
+    hits: AtomicUsize,
+}
+
+/// Greets, with the configured greeting, and counts the greetings.
+#[tool(read_only)]
+async fn greet(config: State<Config>, counter: State<Counter>, name: String) -> String {
+    let n = counter.hits.fetch_add(1, Ordering::SeqCst) + 1;
+    format!("{}, {name}! (#{n})", config.greeting)
+}
+
+/// The greeting, as a resource.
+#[resource("config://greeting", mime = "text/plain")]
+async fn greeting(config: State<Config>) -> String {
+    config.greeting.clone()
+}
+
+/// A prompt using the greeting.
+#[prompt]
+async fn welcome(config: State<Config>, name: String) -> String {
+    format!("{} {name}, how can I help?", config.greeting)
+}
+
+/// The tenant named in a 2026-07-28 request's `_meta` (`example.com/tenant`); calls
+/// without one are refused.
+struct Tenant(String);
+
+impl FromCtx for Tenant {
+    async fn from_ctx(ctx: &Ctx) -> Result<Self, Rejection> {
+        ctx.meta()
+            .and_then(|m| m.get("example.com/tenant"))
+            .and_then(Value::as_str)
+            .map(|t| Tenant(t.to_owned()))
+            .ok_or_else(|| Rejection::new("this tool needs a tenant in _meta (example.com/tenant)"))
+    }
+}
+
+/// Names the caller's tenant.
+#[tool(read_only)]
+async fn tenant(#[extract] tenant: Tenant, ctx: Ctx) -> String {
+    let _ = ctx.request_id();
+    format!("tenant {}", tenant.0)
+}
+
+fn server() -> Server {
+    let builder = Server::builder("stateful", "1")
+        .state(Config {
+            greeting: "Hello".into(),
+        })
+        .state(Counter::default())
+        .tool(<greet as ToolFactory>::def())
+        .tool(<tenant as ToolFactory>::def())
+        .prompt(<welcome as PromptFactory>::def());
+    mcp::macros_support::add_resource(builder, <greeting as ResourceFactory>::def())
+        .build()
+        .expect("every state is given")
+}
+
+fn text(result: &CallToolResult) -> String {
+    serde_json::to_value(&result.content).unwrap()[0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn handlers_receive_the_servers_state_outside_their_schema() {
+    let server = server();
+    let mut client = TestClient::connect(&server);
+    client.initialize(json!({})).await.unwrap();
+
+    let tools = client.list_tools().await.unwrap();
+    let greet = tools.iter().find(|t| t.name == "greet").unwrap();
+    let schema = serde_json::to_value(&greet.input_schema).unwrap();
+    assert_eq!(schema["required"], json!(["name"]), "{schema}");
+    assert!(schema["properties"].get("config").is_none(), "{schema}");
+
+    let r = client
+        .call_tool("greet", json!({"name": "Ada"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&r), "Hello, Ada! (#1)");
+    let r = client
+        .call_tool("greet", json!({"name": "Bob"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        text(&r),
+        "Hello, Bob! (#2)",
+        "one state shared by every call"
+    );
+    assert_eq!(
+        server
+            .state::<Counter>()
+            .unwrap()
+            .hits
+            .load(Ordering::SeqCst),
+        2
+    );
+
+    let read = client
+        .request("resources/read", json!({"uri": "config://greeting"}))
+        .await
+        .unwrap();
+    assert_eq!(read["contents"][0]["text"], "Hello");
+    let prompt = client
+        .request(
+            "prompts/get",
+            json!({"name": "welcome", "arguments": {"name": "Ada"}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        prompt["messages"][0]["content"]["text"],
+        "Hello Ada, how can I help?"
+    );
+}
+
+#[tokio::test]
+async fn a_custom_extractor_fills_its_parameter_or_refuses_the_call() {
+    let server = server();
+    let mut client = TestClient::connect(&server);
+    // `Ctx::meta` is the 2026-07-28 request's `_meta`.
+    client.use_stateless(json!({}));
+    let answer = client
+        .request(
+            "tools/call",
+            json!({"name": "tenant", "arguments": {}, "_meta": {"example.com/tenant": "acme"}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer["content"][0]["text"], "tenant acme");
+    assert_ne!(answer["isError"], json!(true), "{answer}");
+
+    let refused = client.call_tool("tenant", json!({})).await.unwrap();
+    assert!(refused.is_error(), "{refused:?}");
+    assert!(text(&refused).contains("needs a tenant"), "{refused:?}");
+}
+
+#[test]
+fn a_handler_asking_for_a_missing_state_stops_the_build() {
+    let e = Server::builder("stateless", "1")
+        .state(Counter::default())
+        .tool(<greet as ToolFactory>::def())
+        .build()
+        .unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("tool \"greet\""), "{text}");
+    assert!(text.contains("State<state::Config>"), "{text}");
+    assert!(text.contains("ServerBuilder::state"), "{text}");
+
+    let builder = Server::builder("stateless", "1");
+    let e = mcp::macros_support::add_resource(builder, <greeting as ResourceFactory>::def())
+        .build()
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("resource \"config://greeting\""),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn state_made_at_start_up_reaches_handlers_and_hooks_run_once_in_order() {
+    let log = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (a, b, c) = (log.clone(), log.clone(), log.clone());
+    let server = Server::builder("lifecycle", "1")
+        .state(Counter::default())
+        .state_with(|| async {
+            // Stands in for connecting a pool and running migrations.
+            Ok::<_, std::io::Error>(Config {
+                greeting: "Welcome".into(),
+            })
+        })
+        .on_start(move |server: Server| async move {
+            let greeting = server.state::<Config>().map(|c| c.greeting.clone());
+            a.lock().unwrap().push(format!("start sees {greeting:?}"));
+            Ok::<_, String>(())
+        })
+        .on_shutdown(move |_| async move { b.lock().unwrap().push("close pool".into()) })
+        .on_shutdown(move |_| async move { c.lock().unwrap().push("flush".into()) })
+        .tool(<greet as ToolFactory>::def())
+        .build()
+        .expect("Config is promised by state_with");
+
+    server.start().await.unwrap();
+    server.start().await.unwrap();
+    let mut client = TestClient::connect(&server);
+    client.initialize(json!({})).await.unwrap();
+    let r = client
+        .call_tool("greet", json!({"name": "Ada"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&r), "Welcome, Ada! (#1)");
+    server.finish().await;
+    server.finish().await;
+    assert_eq!(
+        *log.lock().unwrap(),
+        vec![
+            "start sees Some(\"Welcome\")".to_owned(),
+            "flush".to_owned(),
+            "close pool".to_owned()
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_failing_start_up_names_what_failed() {
+    let server = Server::builder("broken", "1")
+        .state_with(|| async { Err::<Config, _>("database is locked") })
+        .tool(<greet as ToolFactory>::def())
+        .state(Counter::default())
+        .build()
+        .unwrap();
+    let e = server.start().await.unwrap_err();
+    assert!(e.contains("state::Config"), "{e}");
+    assert!(e.contains("database is locked"), "{e}");
+
+    let server = Server::builder("broken", "1")
+        .on_start(|_| async { Err::<(), _>("no such directory") })
+        .build()
+        .unwrap();
+    let e = server.start().await.unwrap_err();
+    assert_eq!(e, "start-up failed: no such directory");
+}
