@@ -113,6 +113,7 @@ pub mod protocol;
 pub mod registry;
 mod schema;
 pub mod server;
+mod states;
 pub mod testing;
 pub mod transport;
 mod util;

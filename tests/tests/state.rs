@@ -246,3 +246,63 @@ async fn a_failing_start_up_names_what_failed() {
     let e = server.start().await.unwrap_err();
     assert_eq!(e, "start-up failed: no such directory");
 }
+
+/// Which tools the policy allows: state the authorizer reads.
+struct Allowed {
+    tools: Vec<&'static str>,
+}
+
+/// Counts the calls it passes on, in the server's `Counter` state.
+struct CountCalls;
+
+impl mcp::layers::Layer for CountCalls {
+    fn on_call_tool<'a>(
+        &'a self,
+        req: &'a mcp::layers::Request<'a>,
+        next: mcp::layers::Next<'a>,
+    ) -> mcp::layers::Pending<'a> {
+        if let Some(counter) = req.state::<Counter>() {
+            counter.hits.fetch_add(100, Ordering::SeqCst);
+        }
+        next.run(req)
+    }
+}
+
+#[tokio::test]
+async fn authorizers_and_layers_read_the_state_too() {
+    let builder = Server::builder("guarded", "1")
+        .state(Config {
+            greeting: "Hi".into(),
+        })
+        .state(Counter::default())
+        .state(Allowed {
+            tools: vec!["greet"],
+        })
+        .authorizer(mcp::auth::policy(|req| {
+            let allowed = req
+                .context()
+                .state::<Allowed>()
+                .is_some_and(|a| a.tools.contains(&req.name()));
+            if allowed {
+                mcp::auth::Decision::Allow
+            } else {
+                mcp::auth::Decision::deny("not in the allowed list")
+            }
+        }))
+        .layer(CountCalls)
+        .tool(<greet as ToolFactory>::def())
+        .tool(<tenant as ToolFactory>::def());
+    let server = builder.build().unwrap();
+    let mut client = TestClient::connect(&server);
+    client.initialize(json!({})).await.unwrap();
+    let r = client
+        .call_tool("greet", json!({"name": "Ada"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&r), "Hi, Ada! (#101)", "the layer counted first");
+    let denied = client.call_tool("tenant", json!({})).await.unwrap();
+    assert!(
+        text(&denied).contains("not in the allowed list"),
+        "{denied:?}"
+    );
+}

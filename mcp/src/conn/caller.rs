@@ -37,12 +37,25 @@ impl Principal {
 /// server (the connection the request arrived on, the transport declared for it, and a
 /// principal verified by the server), so a policy can never be keyed on a value the client
 /// merely asserted.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct AuthContext {
     conn_id: ConnId,
     transport: Transport,
     principal: Option<Arc<Principal>>,
+    /// The server's application state, for policies that need it (not part of equality:
+    /// it is the server's, not the caller's).
+    states: Option<Arc<crate::states::StateMap>>,
 }
+
+impl PartialEq for AuthContext {
+    fn eq(&self, other: &Self) -> bool {
+        self.conn_id == other.conn_id
+            && self.transport == other.transport
+            && self.principal == other.principal
+    }
+}
+
+impl Eq for AuthContext {}
 
 impl AuthContext {
     pub(crate) fn new(
@@ -54,7 +67,21 @@ impl AuthContext {
             conn_id,
             transport,
             principal,
+            states: None,
         }
+    }
+
+    /// The same context, able to reach the server's application state.
+    pub(crate) fn with_states(mut self, states: Arc<crate::states::StateMap>) -> Self {
+        self.states = Some(states);
+        self
+    }
+
+    /// The server's application state of type `T`, if it holds one (see
+    /// [`ServerBuilder::state`](crate::ServerBuilder::state)): for a policy that reads
+    /// configuration or asks a database.
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.states.as_ref()?.get::<T>()
     }
 
     /// The connection the request arrived on.

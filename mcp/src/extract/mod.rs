@@ -38,7 +38,6 @@ use std::fmt;
 use std::future::Future;
 
 pub use state::State;
-pub(crate) use state::StateMap;
 
 use crate::context::Ctx;
 

@@ -154,6 +154,12 @@ impl<'a> Request<'a> {
         self.caller.headers.as_deref()
     }
 
+    /// The server's application state of type `T`, if it holds one (see
+    /// [`ServerBuilder::state`](crate::ServerBuilder::state)).
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<std::sync::Arc<T>> {
+        self.caller.auth.state::<T>()
+    }
+
     /// Answers with a result object (the method's result, without the members the server
     /// adds for the era, which it adds itself).
     pub fn answer(&self, result: &Value) -> Answer {

@@ -180,7 +180,7 @@ pub struct ServerBuilder {
     on_event: Option<EventHook>,
     state_key: Option<Vec<u8>>,
     cluster: Option<crate::cluster::Cluster>,
-    states: crate::extract::StateMap,
+    states: crate::states::StateMap,
     /// States a start-up hook will add ([`ServerBuilder::state_with`]).
     promised: Vec<std::any::TypeId>,
     hooks: super::hooks::Hooks,
@@ -208,7 +208,7 @@ impl ServerBuilder {
             on_event: None,
             state_key: None,
             cluster: None,
-            states: crate::extract::StateMap::default(),
+            states: crate::states::StateMap::default(),
             promised: Vec::new(),
             hooks: super::hooks::Hooks::default(),
         }
@@ -704,7 +704,7 @@ impl ServerBuilder {
             config: self.config,
             audit: self.audit,
             layers: self.layers,
-            states: self.states,
+            states: Arc::new(self.states),
             hooks: self.hooks,
         });
         let weak = Arc::downgrade(&inner);

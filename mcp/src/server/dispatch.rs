@@ -36,6 +36,7 @@ pub(crate) struct Scope {
 impl Scope {
     /// The scope of request `id` on `conn`, in the era `stateless` says, stopped by `cancel`.
     fn new(
+        states: &Arc<crate::states::StateMap>,
         conn: &Arc<ConnState>,
         id: RequestId,
         stateless: Option<Arc<StatelessMeta>>,
@@ -51,7 +52,8 @@ impl Scope {
                 conn: Arc::clone(conn),
                 sink: extras.sink,
                 cancel,
-                auth: AuthContext::new(conn.id.clone(), conn.transport, extras.principal),
+                auth: AuthContext::new(conn.id.clone(), conn.transport, extras.principal)
+                    .with_states(Arc::clone(states)),
                 version,
                 stateless,
                 headers: extras.headers,
@@ -187,7 +189,14 @@ impl Server {
         } else {
             conn.closed.clone()
         };
-        let scope = Scope::new(conn, id, stateless, extras, cancel.clone());
+        let scope = Scope::new(
+            &self.inner.states,
+            conn,
+            id,
+            stateless,
+            extras,
+            cancel.clone(),
+        );
         // A request the client cancelled gets no response. One stopped because the server
         // closed the connection (its state was evicted, or another transport took over its
         // id) is answered: the transport may still be there, and silence would leave its
@@ -252,7 +261,14 @@ impl Server {
         if method != methods::TOOLS_CALL {
             return Reply::error(Some(&id), &ErrorObject::internal(message));
         }
-        let scope = Scope::new(conn, id, stateless, extras, conn.closed.clone());
+        let scope = Scope::new(
+            &self.inner.states,
+            conn,
+            id,
+            stateless,
+            extras,
+            conn.closed.clone(),
+        );
         self.tool_reply(&scope, crate::protocol::CallToolResult::error(message))
     }
 

@@ -72,8 +72,8 @@ pub(crate) struct ServerInner {
     /// Receives the other replicas' list changes and resource updates (held here; the
     /// cluster holds it weakly).
     bus_handler: std::sync::OnceLock<crate::cluster::BusHandler>,
-    /// The application's state, by type.
-    states: crate::extract::StateMap,
+    /// The application's state, by type (shared with every request's `AuthContext`).
+    states: Arc<crate::states::StateMap>,
     /// Start-up and shutdown hooks not yet run.
     hooks: hooks::Hooks,
 }
