@@ -34,6 +34,34 @@ impl StateMap {
         });
     }
 
+    /// The state of type `T`, made by `make` if there is none yet (two callers racing keep
+    /// the first one stored).
+    pub(crate) fn get_or_insert_with<T: Send + Sync + 'static>(
+        &self,
+        make: impl FnOnce() -> T,
+    ) -> Arc<T> {
+        if let Some(found) = self.get::<T>() {
+            return found;
+        }
+        let fresh = Arc::new(make());
+        self.entries.rcu(|entries| {
+            if entries.contains_key(&TypeId::of::<T>()) {
+                Arc::clone(entries)
+            } else {
+                let mut next = Entries::clone(entries);
+                next.insert(
+                    TypeId::of::<T>(),
+                    (
+                        fresh.clone() as Arc<dyn Any + Send + Sync>,
+                        std::any::type_name::<T>(),
+                    ),
+                );
+                Arc::new(next)
+            }
+        });
+        self.get::<T>().unwrap_or(fresh)
+    }
+
     /// The state of type `T`, if the server has one.
     pub(crate) fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
         let entries = self.entries.load();

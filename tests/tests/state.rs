@@ -306,3 +306,56 @@ async fn authorizers_and_layers_read_the_state_too() {
         "{denied:?}"
     );
 }
+
+/// What one session has seen: per-connection state.
+#[derive(Default)]
+struct Seen {
+    calls: AtomicUsize,
+}
+
+/// Counts this session's calls.
+#[tool(read_only)]
+async fn count_mine(ctx: Ctx) -> String {
+    let seen = ctx.session_state::<Seen>();
+    (seen.calls.fetch_add(1, Ordering::SeqCst) + 1).to_string()
+}
+
+#[tokio::test]
+async fn each_session_keeps_its_own_state_and_its_end_is_seen_once() {
+    let ended = Arc::new(Mutex::new(Vec::<(String, usize)>::new()));
+    let log = ended.clone();
+    let server = Server::builder("sessions", "1")
+        .tool(<count_mine as ToolFactory>::def())
+        .on_session_end(move |end| {
+            let calls = end
+                .state::<Seen>()
+                .map_or(0, |s| s.calls.load(Ordering::SeqCst));
+            log.lock().unwrap().push((end.conn_id().to_string(), calls));
+        })
+        .build()
+        .unwrap();
+    let mut a = TestClient::connect(&server);
+    let mut b = TestClient::connect(&server);
+    a.initialize(json!({})).await.unwrap();
+    b.initialize(json!({})).await.unwrap();
+    for expected in ["1", "2", "3"] {
+        let r = a.call_tool("count_mine", json!({})).await.unwrap();
+        assert_eq!(text(&r), expected);
+    }
+    let r = b.call_tool("count_mine", json!({})).await.unwrap();
+    assert_eq!(text(&r), "1", "another session starts from its own state");
+    let a_id = a.conn_id().to_string();
+    assert!(ended.lock().unwrap().is_empty());
+
+    drop(a);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while ended.lock().unwrap().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(*ended.lock().unwrap(), vec![(a_id, 3)]);
+    drop(b);
+    while ended.lock().unwrap().len() < 2 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(ended.lock().unwrap().len(), 2, "each session ends once");
+}

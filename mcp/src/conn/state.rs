@@ -60,6 +60,55 @@ pub(crate) struct ConnState {
     pub(crate) input_closed: CancellationToken,
     /// The era fixed by the connection's first decisive message (stdio).
     pub(crate) era: Mutex<Option<Era>>,
+    /// State the handlers keep for this connection (`Ctx::session_state`).
+    pub(crate) states: Arc<crate::states::StateMap>,
+    /// Called when an initialized connection's state ends; taken by a state that replaces
+    /// this one on a first attach, so it is called once per session.
+    pub(crate) on_end: Mutex<Option<SessionEndHook>>,
+}
+
+/// The hook [`ServerBuilder::on_session_end`](crate::ServerBuilder::on_session_end) sets.
+pub(crate) type SessionEndHook = Arc<dyn Fn(&SessionEnd<'_>) + Send + Sync>;
+
+/// A handshake-era session that ended (the client went away, the connection was replaced
+/// or evicted): what [`ServerBuilder::on_session_end`](crate::ServerBuilder::on_session_end)
+/// receives.
+pub struct SessionEnd<'a> {
+    conn_id: &'a ConnId,
+    transport: Transport,
+    states: &'a crate::states::StateMap,
+}
+
+impl SessionEnd<'_> {
+    /// The connection that ended.
+    pub fn conn_id(&self) -> &ConnId {
+        self.conn_id
+    }
+
+    /// Its transport.
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    /// The state of type `T` its handlers kept (`Ctx::session_state`), if they made one.
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.states.get::<T>()
+    }
+}
+
+impl Drop for ConnState {
+    fn drop(&mut self) {
+        let hook = self.on_end.get_mut().take();
+        if let Some(hook) = hook
+            && self.session.get_mut().version.is_some()
+        {
+            hook(&SessionEnd {
+                conn_id: &self.id,
+                transport: self.transport,
+                states: &self.states,
+            });
+        }
+    }
 }
 
 impl fmt::Debug for ConnState {
@@ -72,7 +121,13 @@ impl fmt::Debug for ConnState {
 }
 
 impl ConnState {
-    pub(crate) fn new(id: ConnId, transport: Transport, seq: u64, max_pending: usize) -> Self {
+    pub(crate) fn new(
+        id: ConnId,
+        transport: Transport,
+        seq: u64,
+        max_pending: usize,
+        on_end: Option<SessionEndHook>,
+    ) -> Self {
         ConnState {
             id,
             transport,
@@ -86,6 +141,8 @@ impl ConnState {
             closed: CancellationToken::new(),
             input_closed: CancellationToken::new(),
             era: Mutex::new(None),
+            states: Arc::default(),
+            on_end: Mutex::new(on_end),
         }
     }
 

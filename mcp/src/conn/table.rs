@@ -36,6 +36,7 @@ pub(crate) struct ConnTable {
     max_pending: usize,
     default_transport: Transport,
     hook: Option<EventHook>,
+    on_end: Option<super::SessionEndHook>,
 }
 
 impl ConnTable {
@@ -44,6 +45,7 @@ impl ConnTable {
         max_pending: usize,
         default_transport: Transport,
         hook: Option<EventHook>,
+        on_end: Option<super::SessionEndHook>,
     ) -> Self {
         ConnTable {
             map: RwLock::new(HashMap::new()),
@@ -53,6 +55,7 @@ impl ConnTable {
             max_pending,
             default_transport,
             hook,
+            on_end,
         }
     }
 
@@ -75,6 +78,7 @@ impl ConnTable {
             transport,
             self.seq.fetch_add(1, Ordering::Relaxed),
             self.max_pending,
+            None,
         ))
     }
 
@@ -108,6 +112,7 @@ impl ConnTable {
             transport,
             self.seq.fetch_add(1, Ordering::Relaxed),
             self.max_pending,
+            self.on_end.clone(),
         ));
         self.insert_bounded(&mut map, Arc::clone(&state));
         state
@@ -128,12 +133,17 @@ impl ConnTable {
         let state = match existing {
             Some(old) if !old.has_subscriber() => {
                 // A first attach keeps what an earlier `initialize` on this id recorded.
-                let fresh = Arc::new(ConnState::new(
+                // The session goes on in the fresh state: its handlers' state and its end
+                // hook move over, so the old state's drop does not end it.
+                let mut fresh = ConnState::new(
                     id.clone(),
                     transport,
                     old.seq,
                     self.max_pending,
-                ));
+                    old.on_end.lock().take(),
+                );
+                fresh.states = Arc::clone(&old.states);
+                let fresh = Arc::new(fresh);
                 *fresh.session.write() = old.session.read().clone();
                 *fresh.subscriptions.lock() = old.subscriptions.lock().clone();
                 *fresh.era.lock() = *old.era.lock();
@@ -160,6 +170,7 @@ impl ConnTable {
                     transport,
                     self.seq.fetch_add(1, Ordering::Relaxed),
                     self.max_pending,
+                    self.on_end.clone(),
                 ));
                 self.insert_bounded(&mut map, Arc::clone(&fresh));
                 fresh
@@ -238,6 +249,7 @@ mod tests {
             Some(Arc::new(move |e: &ConnectionEvent| {
                 e2.lock().push(e.clone())
             })),
+            None,
         );
         let (out, _rx) = Outbound::channel(4);
         table.attach(&ConnId::new("live-old"), Transport::Http, out);
@@ -253,7 +265,7 @@ mod tests {
 
     #[test]
     fn detached_state_takes_the_declared_transport() {
-        let table = ConnTable::new(8, 4, Transport::Unknown, None);
+        let table = ConnTable::new(8, 4, Transport::Unknown, None, None);
         let id = ConnId::new("anon");
         assert_eq!(table.get_or_create(&id).transport, Transport::Unknown);
         assert_eq!(
@@ -269,7 +281,7 @@ mod tests {
 
     #[test]
     fn when_all_are_live_the_oldest_goes() {
-        let table = ConnTable::new(1, 4, Transport::Unknown, None);
+        let table = ConnTable::new(1, 4, Transport::Unknown, None, None);
         let (a, _ra) = Outbound::channel(4);
         let (b, _rb) = Outbound::channel(4);
         table.attach(&ConnId::new("a"), Transport::Http, a);
@@ -280,7 +292,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_request_to_the_client_that_is_dropped_leaves_nothing_parked() {
-        let table = ConnTable::new(4, 4, Transport::Unknown, None);
+        let table = ConnTable::new(4, 4, Transport::Unknown, None, None);
         let (out, mut rx) = Outbound::channel(4);
         let (state, _token) = table.attach(&ConnId::new("c"), Transport::Http, out.clone());
         let params = serde_json::json!({});
@@ -303,7 +315,7 @@ mod tests {
 
     #[test]
     fn takeover_inherits_nothing_and_stale_detach_is_ignored() {
-        let table = ConnTable::new(8, 4, Transport::Unknown, None);
+        let table = ConnTable::new(8, 4, Transport::Unknown, None, None);
         let id = ConnId::new("x");
         let (a, _ra) = Outbound::channel(4);
         let (first, token_a) = table.attach(&id, Transport::Http, a);

@@ -626,6 +626,15 @@ impl Ctx {
             .ok()
     }
 
+    /// State kept for this connection (a handshake-era session: a stdio client, an HTTP
+    /// session), made with `T::default()` on first use and shared by its later calls. On
+    /// a 2026-07-28 request, which has no session, it lasts for the one request.
+    /// [`ServerBuilder::on_session_end`](crate::ServerBuilder::on_session_end) sees it when
+    /// the session ends.
+    pub fn session_state<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        self.inner.caller.conn.states.get_or_insert_with(T::default)
+    }
+
     /// The per-call timeout the server applies.
     pub fn call_timeout(&self) -> Duration {
         self.inner.host.call_timeout()

@@ -178,6 +178,7 @@ pub struct ServerBuilder {
     audit: Option<AuditSink>,
     layers: Vec<Arc<dyn crate::layers::Layer>>,
     on_event: Option<EventHook>,
+    on_session_end: Option<crate::conn::SessionEndHook>,
     state_key: Option<Vec<u8>>,
     cluster: Option<crate::cluster::Cluster>,
     states: crate::states::StateMap,
@@ -206,6 +207,7 @@ impl ServerBuilder {
             audit: None,
             layers: Vec::new(),
             on_event: None,
+            on_session_end: None,
             state_key: None,
             cluster: None,
             states: crate::states::StateMap::default(),
@@ -538,6 +540,19 @@ impl ServerBuilder {
         self
     }
 
+    /// Called once when a handshake-era session ends (the client closed stdin or the HTTP
+    /// session, it was replaced, or evicted), with what its handlers kept
+    /// ([`Ctx::session_state`](crate::Ctx::session_state)): release per-session resources,
+    /// record the session. It runs where the session's last reference is dropped, so it
+    /// must not block; spawn async work onto the runtime.
+    pub fn on_session_end(
+        mut self,
+        hook: impl Fn(&super::SessionEnd<'_>) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_session_end = Some(Arc::new(hook));
+        self
+    }
+
     /// Checks everything and builds the server. Refuses when a sensitive tool has no
     /// authorizer, when an entry is invalid or duplicated, or when a limit is zero.
     pub fn build(self) -> Result<Server, BuildError> {
@@ -681,6 +696,7 @@ impl ServerBuilder {
                 self.config.max_pending_per_connection,
                 self.transport,
                 self.on_event,
+                self.on_session_end,
             ),
             in_flight: super::InFlight::new(self.config.max_in_flight),
             sealer: match &self.cluster {

@@ -26,8 +26,8 @@ use std::sync::Arc;
 
 pub(crate) use crate::conn::ConnState;
 pub use crate::conn::{
-    ConnId, ConnectionEvent, ConnectionStats, HttpHeaders, Outbound, OutboundReceiver, Transport,
-    UnknownTransport,
+    ConnId, ConnectionEvent, ConnectionStats, HttpHeaders, Outbound, OutboundReceiver, SessionEnd,
+    Transport, UnknownTransport,
 };
 pub use crate::protocol::Reply;
 pub use builder::{BuildError, ServerBuilder, ServerConfig};
