@@ -394,7 +394,7 @@ pub fn take_params(sig: &mut Signature, kind: Kind, errors: &mut Errors) -> Vec<
                 errors.at(
                     &*r,
                     format!(
-                        "{what} works on free `async fn`s, not methods: move the function out of the `impl` block and take shared state as a `State<T>` parameter (ServerBuilder::state)"
+                        "{what} works on free `async fn`s, not methods: mark the `impl` block #[tools] to register its #[tool] methods together, or take shared state as a `State<T>` parameter (ServerBuilder::state)"
                     ),
                 );
                 continue;

@@ -9,6 +9,7 @@ mod prompt;
 mod resource;
 mod server;
 mod tool;
+mod tools;
 
 use proc_macro::TokenStream;
 
@@ -20,6 +21,13 @@ fn emit(result: syn::Result<proc_macro2::TokenStream>) -> TokenStream {
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     emit(tool::expand(attr.into(), item.into()))
+}
+
+/// Registers the `#[tool]` methods of an `impl` block together. Documented with examples
+/// at `mcp::tools`.
+#[proc_macro_attribute]
+pub fn tools(attr: TokenStream, item: TokenStream) -> TokenStream {
+    emit(tools::expand(attr.into(), item.into()))
 }
 
 /// Turns an `async fn` into an MCP resource or resource template. Documented with examples

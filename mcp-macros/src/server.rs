@@ -24,6 +24,7 @@ const KEYS: &[&str] = &[
     "read_authorizer",
     "layers",
     "state",
+    "tool_sets",
     "transport",
     "configure",
     "main",
@@ -51,7 +52,9 @@ impl Parse for Input {
             input.parse::<Token![:]>().map_err(|e| {
                 syn::Error::new(e.span(), format!("expected `:` after `{}`", key.unraw()))
             })?;
-            let value = if (key == "layers" || key == "state") && input.peek(syn::token::Bracket) {
+            let value = if (key == "layers" || key == "state" || key == "tool_sets")
+                && input.peek(syn::token::Bracket)
+            {
                 let content;
                 syn::bracketed!(content in input);
                 Value::Exprs(content.parse_terminated(Expr::parse, Token![,])?)
@@ -86,6 +89,7 @@ struct Spec {
     read_authorizer: Option<Expr>,
     layers: Vec<Expr>,
     state: Vec<Expr>,
+    tool_sets: Vec<Expr>,
     transport: Option<TokenStream>,
     configure: Option<Expr>,
     main: bool,
@@ -142,6 +146,13 @@ fn expand_checked(input: TokenStream) -> syn::Result<TokenStream> {
         let list_key = matches!(k.as_str(), "tools" | "resources" | "prompts");
         match (value, list_key) {
             (Value::Exprs(items), _) if k == "state" => spec.state = items.into_iter().collect(),
+            (Value::Exprs(items), _) if k == "tool_sets" => {
+                spec.tool_sets = items.into_iter().collect()
+            }
+            (Value::Expr(e), _) if k == "tool_sets" => errors.at(
+                e,
+                "`tool_sets` takes a list of values whose impl is marked #[tools]: `tool_sets: [Files::new()]`",
+            ),
             (Value::Exprs(items), _) => spec.layers = items.into_iter().collect(),
             (Value::Expr(e), _) if k == "state" => errors.at(
                 e,
@@ -328,6 +339,16 @@ fn expand_checked(input: TokenStream) -> syn::Result<TokenStream> {
     }
     if let Some(a) = &spec.read_authorizer {
         steps.push(quote_spanned! {a.span()=> let builder = builder.read_authorizer(#a); });
+    }
+    let add = if spec.authorizer.is_some() {
+        quote! { add_tool_set }
+    } else {
+        quote! { add_unguarded_tool_set }
+    };
+    for t in &spec.tool_sets {
+        steps.push(quote_spanned! {t.span()=>
+            let builder = ::mcp::macros_support::#add(builder, #t);
+        });
     }
     for s in &spec.state {
         steps.push(quote_spanned! {s.span()=> let builder = builder.state(#s); });

@@ -48,9 +48,59 @@ pub fn check_tool_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A tool made from a function or a method: the items its definition needs (the argument
+/// struct, default functions) and the expression that builds its `ToolDef`.
+pub struct Tool {
+    pub name: String,
+    pub items: TokenStream,
+    pub def: TokenStream,
+    pub destructive: bool,
+    pub sensitive: bool,
+}
+
+/// `#[tool]` on a free `async fn`: the function, and a type of the same name implementing
+/// `ToolFactory`.
 pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    let items = parse_items(attr)?;
     let mut func: ItemFn = syn::parse2(item)?;
+    let tool = analyze(attr, &mut func, false)?;
+    let (fn_name, vis) = (&func.sig.ident, &func.vis);
+    let Tool {
+        name,
+        items,
+        def,
+        destructive,
+        sensitive,
+    } = tool;
+    Ok(quote! {
+        #func
+
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        #vis enum #fn_name {}
+
+        const _: () = {
+            #items
+
+            impl ::mcp::macros_support::ToolFactory for #fn_name {
+                const NAME: &'static str = #name;
+                const DESTRUCTIVE: bool = #destructive;
+                const SENSITIVE: bool = #sensitive;
+
+                fn def() -> ::mcp::registry::ToolDef {
+                    static DEF: ::std::sync::OnceLock<::mcp::registry::ToolDef> =
+                        ::std::sync::OnceLock::new();
+                    ::core::clone::Clone::clone(DEF.get_or_init(|| #def))
+                }
+            }
+        };
+    })
+}
+
+/// Reads a tool's options and signature; strips the parameters' attributes from `func`.
+/// `method`: `func` is a method of a `#[tools]` impl taking `&self`, and the definition
+/// calls it on the `Arc<Self>` named `__this` in scope where `def` is evaluated.
+pub fn analyze(attr: TokenStream, func: &mut ItemFn, method: bool) -> syn::Result<Tool> {
+    let items = parse_items(attr)?;
     let mut errors = Errors::default();
 
     let mut name: Option<LitStr> = None;
@@ -104,7 +154,15 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     };
     let description_text =
         required_description(description, &func.attrs, &func.sig, Kind::Tool, &mut errors);
+    let receiver = if method {
+        take_receiver(&mut func.sig, &mut errors)
+    } else {
+        None
+    };
     let params = take_params(&mut func.sig, Kind::Tool, &mut errors);
+    if let Some(r) = receiver {
+        func.sig.inputs.insert(0, r);
+    }
 
     // One struct argument marked #[args], or plain parameters collected into a hidden struct.
     let values: Vec<_> = params
@@ -132,13 +190,15 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     errors.finish()?;
 
     let fn_name = &func.sig.ident;
-    let vis = &func.vis;
-    let args_ty = format_ident!("__McpArgs");
+    let args_ty = format_ident!("__McpArgs_{}", syn::ext::IdentExt::unraw(fn_name));
     let mut defaults = Vec::new();
     let args_decl = match whole {
         Some(w) => {
             let ty = &w.ty;
-            quote! { type #args_ty = #ty; }
+            quote! {
+                #[allow(non_camel_case_types)]
+                type #args_ty = #ty;
+            }
         }
         None => {
             let mut fields = Vec::new();
@@ -163,6 +223,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                 fields.push(quote! { #(#attrs)* #ident: #ty });
             }
             quote! {
+                #[allow(non_camel_case_types)]
                 #[derive(::mcp::macros_support::serde::Deserialize, ::mcp::macros_support::schemars::JsonSchema)]
                 #[serde(crate = "::mcp::macros_support::serde")]
                 #[schemars(crate = "::mcp::macros_support::schemars")]
@@ -186,9 +247,14 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         })
         .collect();
 
-    let output_span = output_span(&func);
+    let output_span = output_span(func);
+    let callee = if method {
+        quote! { __this.#fn_name }
+    } else {
+        quote! { #fn_name }
+    };
     let convert = quote_spanned! {output_span=>
-        ::mcp::macros_support::into_tool_result(#fn_name(#(#call_args),*).await)
+        ::mcp::macros_support::into_tool_result(#callee(#(#call_args),*).await)
     };
 
     let reject = quote! { ::mcp::macros_support::rejected_tool };
@@ -233,44 +299,66 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             .output_schema(::mcp::registry::output_schema_for::<#out>())
         });
     }
-    let is_sensitive = destructive || sensitive;
-
-    Ok(quote! {
-        #func
-
-        #[doc(hidden)]
-        #[allow(non_camel_case_types)]
-        #vis enum #fn_name {}
-
-        const _: () = {
-            #args_decl
-            #(#defaults)*
-
-            impl ::mcp::macros_support::ToolFactory for #fn_name {
-                const NAME: &'static str = #tool_name;
-                const DESTRUCTIVE: bool = #destructive;
-                const SENSITIVE: bool = #is_sensitive;
-
-                fn def() -> ::mcp::registry::ToolDef {
-                    static DEF: ::std::sync::OnceLock<::mcp::registry::ToolDef> =
-                        ::std::sync::OnceLock::new();
-                    ::core::clone::Clone::clone(DEF.get_or_init(|| {
-                        ::mcp::registry::ToolDef::from_fn(
-                            #tool_name,
-                            #description_text,
-                            |__ctx: ::mcp::Ctx, __args: #args_ty| async move {
-                                let _ = &__args;
-                                let _ = &__ctx;
-                                #(#binds)*
-                                #convert
-                            },
-                        )
-                        #(#setters)*
-                    }))
+    let handler = if method {
+        quote! {{
+            let __this = ::std::sync::Arc::clone(&__this);
+            move |__ctx: ::mcp::Ctx, __args: #args_ty| {
+                let __this = ::std::sync::Arc::clone(&__this);
+                async move {
+                    let _ = &__args;
+                    let _ = &__ctx;
+                    #(#binds)*
+                    #convert
                 }
             }
-        };
+        }}
+    } else {
+        quote! {
+            |__ctx: ::mcp::Ctx, __args: #args_ty| async move {
+                let _ = &__args;
+                let _ = &__ctx;
+                #(#binds)*
+                #convert
+            }
+        }
+    };
+    Ok(Tool {
+        name: tool_name.clone(),
+        items: quote! {
+            #args_decl
+            #(#defaults)*
+        },
+        def: quote! {
+            ::mcp::registry::ToolDef::from_fn(#tool_name, #description_text, #handler)
+                #(#setters)*
+        },
+        destructive,
+        sensitive: destructive || sensitive,
     })
+}
+
+/// Takes the `&self` receiver off a `#[tools]` method's signature (put back after the
+/// parameters are read).
+fn take_receiver(sig: &mut syn::Signature, errors: &mut Errors) -> Option<syn::FnArg> {
+    let first = sig.inputs.first()?;
+    let syn::FnArg::Receiver(r) = first else {
+        errors.at(
+            &sig.ident,
+            "a #[tool] method of a #[tools] impl takes `&self` first",
+        );
+        return None;
+    };
+    if r.reference.is_none() || r.mutability.is_some() {
+        errors.at(
+            r,
+            "a #[tool] method takes `&self`: calls run concurrently on one shared value (keep mutable state behind a Mutex or an atomic)",
+        );
+    }
+    let inputs = std::mem::take(&mut sig.inputs);
+    let mut pairs = inputs.into_pairs();
+    let receiver = pairs.next().map(|p| p.into_value());
+    sig.inputs = pairs.collect();
+    receiver
 }
 
 /// `T` when the function returns `Json<T>` or `Structured<T>`, alone or as the `Ok` of a

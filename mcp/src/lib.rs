@@ -126,6 +126,11 @@ pub use mcp_macros::tool;
 
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
+#[doc = include_str!("docs/tools.md")]
+pub use mcp_macros::tools;
+
+#[cfg(feature = "macros")]
+#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 #[doc = include_str!("docs/resource.md")]
 pub use mcp_macros::resource;
 
@@ -153,7 +158,7 @@ pub mod prelude {
     };
     pub use crate::server::{Server, ServerBuilder};
     #[cfg(feature = "macros")]
-    pub use crate::{prompt, resource, tool};
+    pub use crate::{prompt, resource, tool, tools};
 }
 
 /// The README's examples, compiled and run as doc tests so they stay true.

@@ -302,6 +302,53 @@ pub fn rejected_prompt<T>(rejection: crate::extract::Rejection) -> Result<T, Pro
     Err(PromptError::Failed(rejection.to_string()))
 }
 
+/// The `#[tool]` methods of an impl block marked `#[tools]`. The macro implements it;
+/// [`ServerBuilder::tools_from`] registers the tools of one value.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no #[tools] impl",
+    label = "not a set of tool methods",
+    note = "mark the impl block holding its #[tool] methods with #[tools]"
+)]
+pub trait ToolSet: Send + Sync + 'static {
+    /// The tools' names.
+    const NAMES: &'static [&'static str];
+    /// [`Harmless`], or [`NeedsAuthorizer`] when a method is destructive or sensitive.
+    type Sensitivity;
+    /// The definitions, each calling its method on the shared value.
+    fn tool_defs(self: Arc<Self>) -> Vec<ToolDef>;
+}
+
+/// A [`ToolSet`] without destructive or sensitive methods.
+pub enum Harmless {}
+
+/// A [`ToolSet`] with a destructive or sensitive method: a server needs an authorizer.
+pub enum NeedsAuthorizer {}
+
+/// The sensitivity of a tool set that may be served without an authorizer.
+#[diagnostic::on_unimplemented(
+    message = "a #[tools] set in `tool_sets` has destructive or sensitive methods, and server! has no authorizer",
+    label = "this set's methods would run unguarded",
+    note = "add `authorizer: ...` to server! (e.g. mcp::auth::ask_before_sensitive()), or opt out explicitly with `authorizer: mcp::auth::allow_all()`"
+)]
+pub trait RunsUnguarded {}
+
+impl RunsUnguarded for Harmless {}
+
+/// What `server! { tool_sets: [..] }` calls when the server has an authorizer.
+pub fn add_tool_set<T: ToolSet>(builder: ServerBuilder, set: T) -> ServerBuilder {
+    builder.tools_from(set)
+}
+
+/// What `server! { tool_sets: [..] }` calls without an authorizer: a set with sensitive
+/// methods does not compile.
+pub fn add_unguarded_tool_set<T>(builder: ServerBuilder, set: T) -> ServerBuilder
+where
+    T: ToolSet,
+    T::Sensitivity: RunsUnguarded,
+{
+    builder.tools_from(set)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

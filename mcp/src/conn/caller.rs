@@ -37,7 +37,7 @@ impl Principal {
 /// server (the connection the request arrived on, the transport declared for it, and a
 /// principal verified by the server), so a policy can never be keyed on a value the client
 /// merely asserted.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct AuthContext {
     conn_id: ConnId,
     transport: Transport,
@@ -56,6 +56,17 @@ impl PartialEq for AuthContext {
 }
 
 impl Eq for AuthContext {}
+
+// What a policy may key on, and nothing else: the server's state is not the caller's.
+impl std::fmt::Debug for AuthContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthContext")
+            .field("conn_id", &self.conn_id)
+            .field("transport", &self.transport)
+            .field("principal", &self.principal)
+            .finish()
+    }
+}
 
 impl AuthContext {
     pub(crate) fn new(

@@ -90,7 +90,7 @@ impl FromCtx for Ctx {
 
 impl<T: Send + Sync + 'static> FromCtx for State<T> {
     async fn from_ctx(ctx: &Ctx) -> Result<Self, Rejection> {
-        ctx.state::<T>().map(State).ok_or_else(|| {
+        ctx.state::<T>().map(State::from).ok_or_else(|| {
             Rejection::new(format!(
                 "this server has no state of type `{}`: give it with ServerBuilder::state (or server! {{ state: [..] }})",
                 std::any::type_name::<T>()

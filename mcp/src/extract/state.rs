@@ -34,7 +34,23 @@ use std::sync::Arc;
 ///     .unwrap();
 /// # let _ = server;
 /// ```
-pub struct State<T>(pub Arc<T>);
+///
+/// It dereferences to the value, so a field of your state reads as `state.field` (or
+/// `state.0` for a tuple struct); [`State::arc`] gives the shared pointer itself.
+pub struct State<T>(Arc<T>);
+
+impl<T> State<T> {
+    /// The shared pointer to the state, to keep it beyond the call (e.g. in a spawned task).
+    pub fn arc(&self) -> &Arc<T> {
+        &self.0
+    }
+}
+
+impl<T> From<Arc<T>> for State<T> {
+    fn from(value: Arc<T>) -> Self {
+        State(value)
+    }
+}
 
 impl<T> Deref for State<T> {
     type Target = T;

@@ -216,6 +216,14 @@ impl ServerBuilder {
         }
     }
 
+    /// Registers the `#[tool]` methods of a value whose impl block is marked
+    /// [`#[tools]`](crate::tools): each calls its method on the one shared value. A
+    /// destructive or sensitive method needs an authorizer like any such tool.
+    pub fn tools_from<T: crate::macros_support::ToolSet>(mut self, set: T) -> Self {
+        self.tools.extend(Arc::new(set).tool_defs());
+        self
+    }
+
     /// Gives the server a piece of the application's state: a handler receives it as a
     /// `State<T>` parameter ([`State`](crate::extract::State)), a layer or an authorizer
     /// through [`Ctx::state`]. One value per type; give several types for several pieces
