@@ -4,9 +4,10 @@
 //!
 //! In `#[tool]`, `#[resource]` and `#[prompt]` functions, a parameter of type `Ctx` or
 //! `State<T>` is recognised by its type; any other type implementing [`FromCtx`] is marked
-//! `#[extract]`. Such parameters are never part of the input schema. Extractors run in the
-//! order the parameters are written, after the arguments were decoded and the authorizer
-//! allowed the call; the first [`Rejection`] ends the call with its message (a tool error
+//! `#[extract]`. Such parameters are never part of the input schema. Built in: `Ctx`,
+//! `State<T>`, `Option<Principal>`, `Option<Meta>` (the `_meta`) and `Option<HttpHeaders>`.
+//! Extractors run in the order the parameters are written, after the arguments were
+//! decoded and the authorizer allowed the call; the first [`Rejection`] ends the call with its message (a tool error
 //! result for a tool, an error for a resource read or a prompt).
 //!
 //! ```
@@ -111,5 +112,12 @@ impl FromCtx for Option<crate::auth::Principal> {
 impl FromCtx for Option<crate::protocol::Meta> {
     async fn from_ctx(ctx: &Ctx) -> Result<Self, Rejection> {
         Ok(ctx.meta().cloned())
+    }
+}
+
+/// The HTTP request's headers (credentials removed), on the HTTP transports; `None` on stdio.
+impl FromCtx for Option<crate::conn::HttpHeaders> {
+    async fn from_ctx(ctx: &Ctx) -> Result<Self, Rejection> {
+        Ok(ctx.http_headers().cloned())
     }
 }
