@@ -5,7 +5,7 @@
 //! is the only identity the server trusts: it reaches the authorizers' [`AuthContext`] and
 //! [`Ctx::principal`](crate::Ctx::principal); nothing the client asserts about itself does.
 //!
-//! [`JwtVerifier`] (feature `jwt`, on by default) verifies JSON Web Tokens signed with an
+//! `JwtVerifier` (the `oauth` feature) verifies JSON Web Tokens signed with an
 //! HMAC secret (HS256), an RSA key (RS256), an EC P-256 key (ES256) or the keys of a JWKS
 //! document, and checks the issuer, the audience (this server's canonical resource URI,
 //! RFC 8707), the expiry and the not-before time with a small clock-skew allowance.
@@ -25,7 +25,7 @@ pub type VerifyFuture<'a> =
 /// Checks an access token and names its principal.
 ///
 /// Implement it to use token introspection (RFC 7662) or any other scheme; use
-/// [`verifier_fn`] to wrap an async closure, or [`JwtVerifier`] for JWTs.
+/// [`verifier_fn`] to wrap an async closure, or `JwtVerifier` (the `oauth` feature) for JWTs.
 pub trait TokenVerifier: Send + Sync + 'static {
     /// Verifies `token` (the text after `Bearer `). It must check the signature (or ask the
     /// issuer), the expiry, and that the token was issued for this server (its audience).
