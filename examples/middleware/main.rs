@@ -13,11 +13,14 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use mcp::extract::State;
 use mcp::layers::{Layer, Next, Pending, RateLimit, Request, ResponseCache, SizeLimit, Timing};
 use mcp::prelude::*;
 
-/// How many tool calls the server answered, by any caller.
-static CALLS: AtomicU64 = AtomicU64::new(0);
+/// How many tool calls the server answered, by any caller: the server's state, shared by
+/// the layer that counts and the tool that reports.
+#[derive(Default)]
+struct Calls(AtomicU64);
 
 /// Counts the tool calls that reached a tool (after the authorizer and every layer before
 /// it), and stamps each answer with the running total.
@@ -26,7 +29,9 @@ struct CountCalls;
 impl Layer for CountCalls {
     fn on_call_tool<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
         Pending::new(async move {
-            let n = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
+            let n = req
+                .state::<Calls>()
+                .map_or(0, |calls| calls.0.fetch_add(1, Ordering::Relaxed) + 1);
             let answer = next.run(req).await;
             match answer.tool_result() {
                 Some(mut result) if !result.is_error() => {
@@ -54,8 +59,8 @@ async fn add(
 
 /// How many tool calls this server has answered.
 #[tool(read_only)]
-async fn ledger() -> String {
-    format!("{} calls so far", CALLS.load(Ordering::Relaxed))
+async fn ledger(calls: State<Calls>) -> String {
+    format!("{} calls so far", calls.0.load(Ordering::Relaxed))
 }
 
 /// A slow, cacheable report: the cache answers repeats for 30 seconds.
@@ -70,6 +75,7 @@ mcp::server! {
     description: "A small server behind rate limiting, caching, a size limit and timing",
     tools: [add, ledger],
     resources: [daily_report],
+    state: [Calls::default()],
     authorizer: mcp::auth::allow_all(),
     layers: [
         Timing::info(),
