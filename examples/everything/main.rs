@@ -903,6 +903,111 @@ fn configure(builder: ServerBuilder) -> ServerBuilder {
     )
 }
 
+// ------------------------------------------------------------------------------------------
+// Tasks (2025-11-25 core tasks; the 2026-07-28 tasks extension)
+// ------------------------------------------------------------------------------------------
+
+/// Greets someone; never a task.
+#[tool(read_only, idempotent)]
+async fn greet(name: String) -> String {
+    format!("Hello, {name}!")
+}
+
+/// Computes slowly (`seconds`, then answers); runs as a task when the client allows it,
+/// and stops when the task is cancelled.
+#[tool(read_only, task = "optional")]
+async fn slow_compute(ctx: Ctx, seconds: f64, label: Option<String>) -> String {
+    let wait = Duration::from_secs_f64(seconds.clamp(0.0, 3600.0));
+    tokio::select! {
+        _ = tokio::time::sleep(wait) => {}
+        _ = ctx.cancelled() => return "cancelled".into(),
+    }
+    match label {
+        Some(label) => format!("{label}: computed after {seconds} s"),
+        None => format!("computed after {seconds} s"),
+    }
+}
+
+/// Works for about a second, then fails with an error the model reads. Only ever a task.
+#[tool(read_only, task = "required")]
+async fn failing_job() -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Err(ToolError::new(
+        "the job failed: the input data is inconsistent",
+    ))
+}
+
+/// Works briefly, then fails with a JSON-RPC error (a failed task, not a tool error).
+#[tool(read_only, task = "optional")]
+async fn protocol_error_job() -> Result<String, ProtocolError> {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    Err(ProtocolError::internal("the job's backend is unavailable"))
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct Confirmation {
+    /// Whether to go ahead.
+    confirm: bool,
+}
+
+/// Looks a file up, then asks the human to confirm deleting it (nothing is deleted: it
+/// is a fixture). Only ever a task: the question becomes one of its input requests.
+#[tool(read_only, task = "required")]
+async fn confirm_delete(ctx: Ctx, filename: String) -> Result<String, ClientRequestError> {
+    // Finding the file takes a moment: by then the call is a task.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let answer = ctx
+        .elicit::<Confirmation>(&format!("Delete {filename}?"))
+        .await?;
+    Ok(match answer {
+        Elicitation::Accepted(Confirmation { confirm: true }) => format!("Deleted {filename}"),
+        _ => format!("Kept {filename}"),
+    })
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct Details {
+    /// A name.
+    name: Option<String>,
+    /// Whether to go ahead.
+    confirm: Option<bool>,
+}
+
+/// Asks two questions at once inside a task, and answers once both are answered.
+#[tool(read_only, task = "required")]
+async fn multi_input(ctx: Ctx) -> Result<String, ClientRequestError> {
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let (first, second) = tokio::join!(
+        ctx.elicit::<Details>("Who is this for?").key("who"),
+        ctx.elicit::<Details>("Go ahead?").key("confirm"),
+    );
+    let describe = |e: Elicitation<Details>| match e {
+        Elicitation::Accepted(d) => format!(
+            "{} ({})",
+            d.name.unwrap_or_else(|| "nobody".into()),
+            if d.confirm == Some(true) {
+                "confirmed"
+            } else {
+                "not confirmed"
+            }
+        ),
+        Elicitation::Declined => "declined".into(),
+        Elicitation::Cancelled => "cancelled".into(),
+    };
+    Ok(format!("{}; {}", describe(first?), describe(second?)))
+}
+
+/// Asks a name first (an input-required round, before any task), then works as a task.
+#[tool(read_only, task = "required")]
+async fn test_tool_with_task(ctx: Ctx) -> Result<String, ClientRequestError> {
+    let who = match ctx.elicit::<Name>("What is your name?").key("name").await? {
+        Elicitation::Accepted(n) => n.name,
+        _ => "stranger".into(),
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Ok(format!("Hello, {who}! The task is done."))
+}
+
 mcp::server! {
     name: "everything",
     title: "Everything",
@@ -941,6 +1046,13 @@ mcp::server! {
         test_header_param,
         add_note,
         delete_note,
+        greet,
+        slow_compute,
+        failing_job,
+        protocol_error_job,
+        confirm_delete,
+        multi_input,
+        test_tool_with_task,
     ],
     resources: [static_text, static_binary, template_data, watched_resource, note],
     prompts: [

@@ -22,6 +22,8 @@ const OPTIONS: &[&str] = &[
     "icons",
     "scopes",
     "timeout_ms",
+    "task",
+    "escalate_after_ms",
     "meta",
     "allow_unknown_arguments",
 ];
@@ -112,6 +114,8 @@ pub fn analyze(attr: TokenStream, func: &mut ItemFn, method: bool) -> syn::Resul
     let mut icons = Vec::new();
     let mut scopes = Vec::new();
     let mut timeout_ms = None;
+    let mut task: Option<LitStr> = None;
+    let mut escalate_after_ms = None;
     let mut meta = None;
     let hint = "unexpected value: #[tool] takes options such as `name = \"...\"` or `read_only`";
     for opt in named_options(items, hint, &mut errors) {
@@ -127,12 +131,34 @@ pub fn analyze(attr: TokenStream, func: &mut ItemFn, method: bool) -> syn::Resul
             "icons" => icons = opt.str_list(&mut errors),
             "scopes" => scopes = opt.str_list(&mut errors),
             "timeout_ms" => timeout_ms = opt.u64(&mut errors),
+            "task" => task = opt.lit_str(&mut errors),
+            "escalate_after_ms" => escalate_after_ms = opt.u64(&mut errors),
             "meta" => meta = opt.expr(&mut errors),
             "allow_unknown_arguments" => allow_unknown_arguments = opt.flag(&mut errors),
             _ => unknown_option(&opt, Kind::Tool, OPTIONS, &mut errors),
         }
     }
 
+    let task_variant = task.as_ref().and_then(|lit| match lit.value().as_str() {
+        "forbidden" => Some(quote! { Forbidden }),
+        "optional" => Some(quote! { Optional }),
+        "required" => Some(quote! { Required }),
+        other => {
+            errors.at(
+                lit,
+                format!(
+                    "unknown task support {other:?}: use task = \"optional\" (a task when the client allows it) or task = \"required\" (only ever a task)"
+                ),
+            );
+            None
+        }
+    });
+    if escalate_after_ms.is_some() && task.is_none() {
+        errors.at(
+            &func.sig.ident,
+            "escalate_after_ms needs task = \"optional\" or task = \"required\"",
+        );
+    }
     check_signature(&func.sig, Kind::Tool, &mut errors);
     let tool_name = match &name {
         Some(lit) => {
@@ -290,6 +316,14 @@ pub fn analyze(attr: TokenStream, func: &mut ItemFn, method: bool) -> syn::Resul
     }
     if let Some(ms) = timeout_ms {
         setters.push(quote! { .timeout(::std::time::Duration::from_millis(#ms)) });
+    }
+    if let Some(v) = &task_variant {
+        setters.push(quote! { .task_support(::mcp::tasks::TaskSupport::#v) });
+    }
+    if let Some(ms) = escalate_after_ms {
+        setters.push(quote! {
+            .task_policy(::mcp::tasks::TaskPolicy::EscalateAfter(::std::time::Duration::from_millis(#ms)))
+        });
     }
     if let Some(m) = &meta {
         setters.push(quote_spanned! {m.span()=> .meta(::mcp::macros_support::meta(#m)) });

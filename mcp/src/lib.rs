@@ -114,6 +114,7 @@ pub mod registry;
 mod schema;
 pub mod server;
 mod states;
+pub mod tasks;
 pub mod testing;
 pub mod transport;
 mod util;
@@ -153,7 +154,7 @@ pub mod prelude {
     pub use crate::context::{Ctx, Elicitation};
     pub use crate::protocol::{ContentBlock, PromptMessage, Resource, ResourceContents};
     pub use crate::registry::{
-        CompletionRequest, Json, PromptDef, PromptError, ResourceDef, ResourceError,
+        CompletionRequest, Json, PromptDef, PromptError, ProtocolError, ResourceDef, ResourceError,
         ResourceTemplateDef, Structured, ToolDef, ToolError,
     };
     pub use crate::server::{Server, ServerBuilder};

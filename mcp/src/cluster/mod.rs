@@ -361,13 +361,32 @@ pub enum BusMessage {
         /// The JSON-RPC response, as the client sent it.
         frame: String,
     },
+    /// `tasks/update` answers for a task running on the replica `to`.
+    TaskInput {
+        /// The replica running the task.
+        to: String,
+        /// The task.
+        task_id: String,
+        /// The answers, by input key.
+        responses: crate::protocol::Meta,
+    },
+    /// `tasks/cancel` for a task running on the replica `to` (already recorded
+    /// `cancelled`): its handler stops.
+    TaskCancel {
+        /// The replica running the task.
+        to: String,
+        /// The task.
+        task_id: String,
+    },
 }
 
 impl BusMessage {
     /// The one replica the message is for, or `None` for all of them.
     pub fn recipient(&self) -> Option<&str> {
         match self {
-            BusMessage::Answer { to, .. } => Some(to),
+            BusMessage::Answer { to, .. }
+            | BusMessage::TaskInput { to, .. }
+            | BusMessage::TaskCancel { to, .. } => Some(to),
             _ => None,
         }
     }
@@ -379,7 +398,9 @@ impl BusMessage {
             | BusMessage::ResourceUpdated { origin, .. }
             | BusMessage::SessionChanged { origin, .. }
             | BusMessage::SessionRemoved { origin, .. } => Some(origin),
-            BusMessage::Answer { .. } => None,
+            BusMessage::Answer { .. }
+            | BusMessage::TaskInput { .. }
+            | BusMessage::TaskCancel { .. } => None,
         }
     }
 }
@@ -436,6 +457,7 @@ struct ClusterInner {
     events: Arc<dyn EventStore>,
     nonces: Arc<dyn NonceStore>,
     bus: Arc<dyn Bus>,
+    tasks: Option<Arc<dyn crate::tasks::TaskStore>>,
     handlers: RwLock<Vec<Handler>>,
     started: AtomicBool,
     stop: CancellationToken,
@@ -470,11 +492,38 @@ impl Cluster {
                 events,
                 nonces,
                 bus,
+                tasks: None,
                 handlers: RwLock::new(Vec::new()),
                 started: AtomicBool::new(false),
                 stop: CancellationToken::new(),
             }),
         }
+    }
+
+    /// The same replica with a shared task store: tasks created on any replica are read on
+    /// every one (see [`crate::tasks`]). Call it before the replica starts.
+    pub fn with_tasks(self, tasks: Arc<dyn crate::tasks::TaskStore>) -> Self {
+        let i = &self.inner;
+        Cluster {
+            inner: Arc::new(ClusterInner {
+                replica: i.replica.clone(),
+                sessions: Arc::clone(&i.sessions),
+                events: Arc::clone(&i.events),
+                nonces: Arc::clone(&i.nonces),
+                bus: Arc::clone(&i.bus),
+                tasks: Some(tasks),
+                handlers: RwLock::new(i.handlers.read().clone()),
+                // The old value stops what it started when it drops: this one starts
+                // afresh.
+                started: AtomicBool::new(false),
+                stop: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// The shared task store, if the replicas share one.
+    pub fn tasks(&self) -> Option<&Arc<dyn crate::tasks::TaskStore>> {
+        self.inner.tasks.as_ref()
     }
 
     /// This replica's id (random per process).

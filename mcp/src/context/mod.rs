@@ -31,6 +31,7 @@ use crate::protocol::{
     ElicitResult, InputRequest, ListRootsResult, LoggingLevel, LoggingMessageParams,
     ProgressParams, ProgressToken, ProtocolVersion, RequestId, ResourceContents, Root, methods,
 };
+use crate::tasks::{LiveTask, TaskFlavour};
 
 pub(crate) mod host;
 
@@ -49,6 +50,8 @@ struct CtxInner {
     progress_token: Option<ProgressToken>,
     last_progress: Mutex<Option<f64>>,
     mrtr: Option<Arc<Mrtr>>,
+    /// The task this call became, once it became one.
+    task: std::sync::OnceLock<Arc<LiveTask>>,
 }
 
 /// Why a caller that could otherwise be asked cannot be: no channel reaches it.
@@ -221,7 +224,7 @@ pub trait AskAnswer: Sized {
     }
 
     /// The client's answer as the protocol defines it.
-    type Raw: DeserializeOwned;
+    type Raw: DeserializeOwned + Send;
 
     /// Reads the client's answer.
     fn from_answer(raw: Self::Raw) -> Result<Self, ClientRequestError>;
@@ -328,8 +331,28 @@ impl Ctx {
                 progress_token,
                 last_progress: Mutex::new(None),
                 mrtr,
+                task: std::sync::OnceLock::new(),
             }),
         }
+    }
+
+    /// Makes this call a task: from now on its questions go through the task.
+    pub(crate) fn attach_task(&self, task: Arc<LiveTask>) {
+        let _ = self.inner.task.set(task);
+    }
+
+    /// The id of the task this call runs as, once it became one (see [`crate::tasks`]).
+    pub fn task_id(&self) -> Option<&str> {
+        self.inner.task.get().map(|t| t.id())
+    }
+
+    /// A 2026-07-28 task sends no progress or log messages: the extension has no stream
+    /// for them.
+    fn silenced(&self) -> bool {
+        self.inner
+            .task
+            .get()
+            .is_some_and(|t| t.flavour() == TaskFlavour::Extension)
     }
 
     /// What serves this request (the server, seen through the narrow [`Host`] view).
@@ -401,6 +424,9 @@ impl Ctx {
         if self.client_supports(capability) {
             return Ok(());
         }
+        if self.inner.task.get().is_some() {
+            return Err(ClientRequestError::NotSupported);
+        }
         match &self.inner.mrtr {
             Some(m) => m.require(capability.as_object()).await,
             None => Err(ClientRequestError::NotSupported),
@@ -421,7 +447,7 @@ impl Ctx {
     /// era at or above the level set with `logging/setLevel` (`info` until then); on the
     /// 2026-07-28 era only when the request asked for a log level, at or above it.
     pub fn log(&self, level: LoggingLevel, data: impl Into<Value>) {
-        if !self.inner.caller.wants_log(level) {
+        if !self.inner.caller.wants_log(level) || self.silenced() {
             return;
         }
         let Some(sink) = &self.inner.caller.sink else {
@@ -467,6 +493,9 @@ impl Ctx {
         else {
             return;
         };
+        if self.silenced() {
+            return;
+        }
         {
             let mut last = self.inner.last_progress.lock();
             if last.is_some_and(|l| progress <= l) {
@@ -485,7 +514,14 @@ impl Ctx {
 
     /// Whether the client can be asked to fill in a form.
     pub fn can_elicit(&self) -> bool {
-        self.inner.caller.can_elicit()
+        match self.inner.task.get().map(|t| t.flavour()) {
+            // A 2025-11-25 task asks on whichever stream waits on it: the capability is
+            // what counts.
+            Some(TaskFlavour::Core) => self
+                .client_capabilities()
+                .is_some_and(|c| c.can_elicit_form()),
+            _ => self.inner.caller.can_elicit(),
+        }
     }
 
     /// Asks the human to fill in a form described by `schema` (a flat object of primitive
@@ -569,6 +605,9 @@ impl Ctx {
         method: &str,
         params: Value,
     ) -> Result<R, ClientRequestError> {
+        if let Some(task) = self.inner.task.get() {
+            return self.ask_in_task(task, key, kind, method, params).await;
+        }
         if self.inner.caller.stateless.is_some() {
             let Some(mrtr) = &self.inner.mrtr else {
                 // Only tools/call, prompts/get and resources/read may ask on this era.
@@ -589,6 +628,46 @@ impl Ctx {
             };
             return mrtr.suspend(key.to_owned(), request).await;
         }
+        self.ask_client(kind, method, params).await
+    }
+
+    /// An ask inside a task: one of its input requests on 2026-07-28; on 2025-11-25 a
+    /// request to the client (tagged with the task on its way out) while the task says
+    /// `input_required`.
+    async fn ask_in_task<R: DeserializeOwned>(
+        &self,
+        task: &LiveTask,
+        key: &str,
+        kind: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<R, ClientRequestError> {
+        match task.flavour() {
+            TaskFlavour::Extension => {
+                let request = InputRequest {
+                    method: method.to_owned(),
+                    params,
+                };
+                let answer = task.ask(key, request).await?;
+                serde_json::from_value(answer)
+                    .map_err(|e| ClientRequestError::Malformed(e.to_string()))
+            }
+            TaskFlavour::Core => {
+                task.set_waiting(true).await;
+                let answer = self.ask_client(kind, method, params).await;
+                task.set_waiting(false).await;
+                answer
+            }
+        }
+    }
+
+    /// A request to the client on this call's channel, awaited in place.
+    async fn ask_client<R: DeserializeOwned>(
+        &self,
+        kind: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<R, ClientRequestError> {
         let sink = self
             .inner
             .caller

@@ -105,6 +105,10 @@ pub struct ServerCapabilities {
     /// Tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<ListChangedCapability>,
+    /// Tasks (2025-11-25: `{list, cancel, requests: {tools: {call}}}`). On 2026-07-28 tasks
+    /// are the `io.modelcontextprotocol/tasks` extension instead, and this slot is never sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<Value>,
     /// Extensions (2026-07-28).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extensions: Option<Meta>,

@@ -168,6 +168,9 @@ pub struct ParamsHead<'a> {
     /// `uri` (`resources/read`).
     #[serde(default)]
     pub uri: Option<Value>,
+    /// `taskId` (`tasks/get`, `tasks/update`, `tasks/cancel`).
+    #[serde(default, rename = "taskId")]
+    pub task_id: Option<Value>,
     /// `arguments` (`tools/call`).
     #[serde(default, borrow)]
     pub arguments: Option<&'a RawValue>,

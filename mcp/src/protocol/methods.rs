@@ -34,6 +34,18 @@ pub const SERVER_DISCOVER: &str = "server/discover";
 pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 /// `notifications/subscriptions/acknowledged` (2026-07-28).
 pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+/// `tasks/get`: a task's state (2025-11-25 core; the tasks extension on 2026-07-28).
+pub const TASKS_GET: &str = "tasks/get";
+/// `tasks/update`: answers to a task's input requests (the tasks extension, 2026-07-28).
+pub const TASKS_UPDATE: &str = "tasks/update";
+/// `tasks/cancel`: asks a task to stop.
+pub const TASKS_CANCEL: &str = "tasks/cancel";
+/// `tasks/result`: waits for a task's outcome (2025-11-25 only).
+pub const TASKS_RESULT: &str = "tasks/result";
+/// `tasks/list`: the caller's tasks (2025-11-25 only).
+pub const TASKS_LIST: &str = "tasks/list";
+/// `notifications/tasks/status` (2025-11-25, server to client).
+pub const TASKS_STATUS: &str = "notifications/tasks/status";
 /// `elicitation/create` (server to client).
 pub const ELICITATION_CREATE: &str = "elicitation/create";
 /// `sampling/createMessage` (server to client).
@@ -91,6 +103,8 @@ pub enum Capability {
     Prompts,
     /// `completions`.
     Completions,
+    /// Tasks (a tool that may run as one).
+    Tasks,
 }
 
 /// Which member of a request's params the `Mcp-Name` header mirrors (2026-07-28 over HTTP).
@@ -100,6 +114,8 @@ pub enum Mirrored {
     Name,
     /// `params.uri` (`resources/read`).
     Uri,
+    /// `params.taskId` (`tasks/get`, `tasks/update`, `tasks/cancel`).
+    TaskId,
 }
 
 /// Every method a client may send, request or notification.
@@ -121,6 +137,11 @@ pub enum Method {
     PromptsList,
     PromptsGet,
     CompletionComplete,
+    TasksGet,
+    TasksUpdate,
+    TasksCancel,
+    TasksResult,
+    TasksList,
     Initialized,
     Cancelled,
     RootsListChanged,
@@ -234,7 +255,7 @@ impl MethodSpec {
 
 impl Method {
     /// Every method, in the order of the table.
-    pub const ALL: [Method; 18] = [
+    pub const ALL: [Method; 23] = [
         Method::Initialize,
         Method::Ping,
         Method::LoggingSetLevel,
@@ -250,6 +271,11 @@ impl Method {
         Method::PromptsList,
         Method::PromptsGet,
         Method::CompletionComplete,
+        Method::TasksGet,
+        Method::TasksUpdate,
+        Method::TasksCancel,
+        Method::TasksResult,
+        Method::TasksList,
         Method::Initialized,
         Method::Cancelled,
         Method::RootsListChanged,
@@ -313,6 +339,28 @@ impl Method {
                 .needs(C::Completions)
                 .read()
                 .handler(),
+            // Tasks are read-seam requests: every one is put to the read authorizer, and
+            // a task answers only the caller that created it.
+            Method::TasksGet => both(TASKS_GET)
+                .needs(C::Tasks)
+                .read()
+                .mirrors(Mirrored::TaskId),
+            Method::TasksUpdate => request(TASKS_UPDATE, false, true)
+                .needs(C::Tasks)
+                .read()
+                .mirrors(Mirrored::TaskId),
+            Method::TasksCancel => both(TASKS_CANCEL)
+                .needs(C::Tasks)
+                .read()
+                .mirrors(Mirrored::TaskId),
+            Method::TasksResult => MethodSpec {
+                long_lived: true,
+                ..request(TASKS_RESULT, true, false)
+                    .needs(C::Tasks)
+                    .read()
+                    .handler()
+            },
+            Method::TasksList => request(TASKS_LIST, true, false).needs(C::Tasks).read(),
             Method::Initialized => notification(INITIALIZED, false),
             Method::Cancelled => notification(CANCELLED, false),
             Method::RootsListChanged => notification(ROOTS_LIST_CHANGED, false),
@@ -366,12 +414,14 @@ mod tests {
                 PING,
                 LOGGING_SET_LEVEL,
                 RESOURCES_SUBSCRIBE,
-                RESOURCES_UNSUBSCRIBE
+                RESOURCES_UNSUBSCRIBE,
+                TASKS_RESULT,
+                TASKS_LIST
             ]
         );
         assert_eq!(
             only(Era::Stateless),
-            [SERVER_DISCOVER, SUBSCRIPTIONS_LISTEN]
+            [SERVER_DISCOVER, SUBSCRIPTIONS_LISTEN, TASKS_UPDATE]
         );
     }
 }

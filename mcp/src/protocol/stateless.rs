@@ -20,6 +20,10 @@ pub mod meta_keys {
     pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
     /// The server's identity on results.
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    /// The task a message belongs to (2025-11-25 tasks).
+    pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+    /// The tasks extension's id (2026-07-28, SEP-2663), under `capabilities.extensions`.
+    pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 }
 
 /// The per-request metadata a 2026-07-28 request carries, validated.

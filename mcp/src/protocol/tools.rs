@@ -106,9 +106,27 @@ pub struct CallToolResult {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Set when the tool failed with a JSON-RPC error instead of a result
+    /// ([`ProtocolError`](crate::registry::ProtocolError)): the call is answered with the
+    /// error, and a task ends `failed`.
+    #[serde(skip)]
+    pub(crate) failure: Option<Box<super::ErrorObject>>,
 }
 
 impl CallToolResult {
+    /// A call that fails with a JSON-RPC error rather than a result the model reads.
+    pub fn protocol_error(error: super::ErrorObject) -> Self {
+        CallToolResult {
+            failure: Some(Box::new(error)),
+            ..Default::default()
+        }
+    }
+
+    /// The JSON-RPC error this call fails with, if it fails with one.
+    pub fn failure(&self) -> Option<&super::ErrorObject> {
+        self.failure.as_deref()
+    }
+
     /// Writes the result as JSON, byte for byte what its `Serialize` writes, with plain
     /// text blocks (the common result) written directly rather than through serde.
     pub(crate) fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
@@ -222,6 +240,7 @@ mod tests {
                 structured_content: Some(serde_json::json!({"z": 1, "a": [true, null]})),
                 is_error: Some(false),
                 meta: Some(meta),
+                failure: None,
             },
         ];
         for result in results {

@@ -32,8 +32,8 @@ pub(crate) use arguments::{ArgsSchema, Decoded, json_text};
 pub use arguments::{ArgumentError, ToolArgs};
 pub use completion::{Completer, CompletionRequest, complete_from, prefix_matches};
 pub use output::{
-    IntoPromptResult, IntoResourceContents, IntoToolResult, Json, PromptError, ResourceError,
-    Structured, ToolError,
+    IntoPromptResult, IntoResourceContents, IntoToolFailure, IntoToolResult, Json, PromptError,
+    ProtocolError, ResourceError, Structured, ToolError,
 };
 pub use prompt::{PromptArgs, PromptDef, PromptHandler};
 pub use resource::{

@@ -153,12 +153,77 @@ impl<T: Serialize> IntoToolResult for Structured<T> {
     }
 }
 
-impl<T: IntoToolResult, E: Display> IntoToolResult for Result<T, E> {
+impl<T: IntoToolResult, E: IntoToolFailure> IntoToolResult for Result<T, E> {
     fn into_tool_result(self) -> CallToolResult {
         match self {
             Ok(v) => v.into_tool_result(),
-            Err(e) => CallToolResult::error(e.to_string()),
+            Err(e) => e.into_failure(),
         }
+    }
+}
+
+/// What a tool's `Err` becomes: any [`Display`] error is an `isError` result the model
+/// reads; a [`ProtocolError`] is a JSON-RPC error.
+pub trait IntoToolFailure {
+    /// The failed call.
+    fn into_failure(self) -> CallToolResult;
+}
+
+impl<E: Display> IntoToolFailure for E {
+    fn into_failure(self) -> CallToolResult {
+        CallToolResult::error(self.to_string())
+    }
+}
+
+/// A tool failing with a JSON-RPC error rather than a result: the request is answered
+/// with the error (and a task ends `failed` with it), where an ordinary `Err` is a tool
+/// result with `isError` that the model reads (and a task that ends `completed`).
+///
+/// Return it as a tool's error type, or nest results to have both kinds:
+///
+/// ```
+/// use mcp::registry::{ProtocolError, ToolError};
+///
+/// async fn export(ready: bool) -> Result<Result<String, ToolError>, ProtocolError> {
+///     if !ready {
+///         // The upstream is down: not something the model can fix by rephrasing.
+///         return Err(ProtocolError::internal("the export service is unavailable"));
+///     }
+///     Ok(Err(ToolError::new("no rows matched")))
+/// }
+/// ```
+///
+/// It implements neither `Display` nor `std::error::Error` on purpose: that keeps it
+/// apart from the errors that become `isError` results.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProtocolError(pub crate::protocol::ErrorObject);
+
+impl ProtocolError {
+    /// An error with a JSON-RPC code and message.
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
+        ProtocolError(crate::protocol::ErrorObject::new(code, message.into()))
+    }
+
+    /// -32603, internal error.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(crate::protocol::codes::INTERNAL_ERROR, message)
+    }
+
+    /// -32602, invalid params.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(crate::protocol::codes::INVALID_PARAMS, message)
+    }
+}
+
+impl IntoToolFailure for ProtocolError {
+    fn into_failure(self) -> CallToolResult {
+        CallToolResult::protocol_error(self.0)
+    }
+}
+
+impl IntoToolResult for ProtocolError {
+    fn into_tool_result(self) -> CallToolResult {
+        self.into_failure()
     }
 }
 

@@ -53,6 +53,10 @@ pub struct ToolDef {
     pub(crate) layers: Vec<Arc<dyn crate::layers::Layer>>,
     /// The states the handler takes.
     pub(crate) needs: Vec<super::needs::Need>,
+    /// Whether it may run as a task.
+    pub(crate) task_support: crate::tasks::TaskSupport,
+    /// When a 2026-07-28 call becomes a task.
+    pub(crate) task_policy: crate::tasks::TaskPolicy,
 }
 
 /// Decodes the JSON text of a call's arguments as a typed tool's handler would.
@@ -115,6 +119,8 @@ impl ToolDef {
             handler: Arc::new(handler),
             decoder: None,
             layers: Vec::new(),
+            task_support: crate::tasks::TaskSupport::Forbidden,
+            task_policy: crate::tasks::TaskPolicy::Always,
         }
     }
 
@@ -325,10 +331,47 @@ impl ToolDef {
         self
     }
 
-    /// Overrides the server's per-call timeout for this tool.
+    /// Overrides the server's per-call timeout for this tool. A call running as a task
+    /// has the server's task time limit instead.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
+    }
+
+    /// Lets the tool run as a task (see [`crate::tasks`]); `tools/list` says so in
+    /// `execution.taskSupport`.
+    ///
+    /// ```
+    /// use mcp::registry::ToolDef;
+    /// use mcp::tasks::TaskSupport;
+    /// let report = ToolDef::from_fn("report", "Builds the quarterly report.", |_ctx, _: ()| async {
+    ///     "done"
+    /// })
+    /// .task_support(TaskSupport::Optional);
+    /// let execution = report.tool().execution.as_ref().unwrap();
+    /// assert_eq!(execution.task_support.as_deref(), Some("optional"));
+    /// ```
+    pub fn task_support(mut self, support: crate::tasks::TaskSupport) -> Self {
+        self.task_support = support;
+        self.tool.execution = match support {
+            crate::tasks::TaskSupport::Forbidden => None,
+            s => Some(crate::protocol::ToolExecution {
+                task_support: Some(s.as_str().to_owned()),
+            }),
+        };
+        self
+    }
+
+    /// When a 2026-07-28 call of this tool becomes a task (default
+    /// [`TaskPolicy::Always`](crate::tasks::TaskPolicy::Always)).
+    pub fn task_policy(mut self, policy: crate::tasks::TaskPolicy) -> Self {
+        self.task_policy = policy;
+        self
+    }
+
+    /// Whether the tool may run as a task.
+    pub fn task_support_mode(&self) -> crate::tasks::TaskSupport {
+        self.task_support
     }
 
     /// Whether the tool must not be served without an authorizer: `destructiveHint` is

@@ -68,6 +68,19 @@ pub struct ServerConfig {
     /// How long running requests may finish when the server is asked to stop (SIGTERM on
     /// stdio) before the transport returns anyway (default 5 s).
     pub shutdown_grace: Duration,
+    /// How long a task's record is kept after it was created (default 1 hour): `tasks/get`
+    /// answers until then. A client's smaller `ttl` (2025-11-25) is honoured.
+    pub task_ttl: Duration,
+    /// How long a task may run (default 30 minutes, at most its ttl); then it ends `failed`.
+    /// The call timeout does not apply to tasks.
+    pub task_time_limit: Duration,
+    /// How often a client is asked to poll a task (default 1 s).
+    pub task_poll_interval: Duration,
+    /// Tasks kept at once, running or finished (default 10 000); beyond it a new task is
+    /// refused (an optional one runs as an ordinary call instead).
+    pub max_tasks: usize,
+    /// Tasks one owner keeps at once (default 100).
+    pub max_tasks_per_owner: usize,
 }
 
 impl Default for ServerConfig {
@@ -92,6 +105,11 @@ impl Default for ServerConfig {
             max_listeners: 1024,
             max_used_nonces: 100_000,
             shutdown_grace: Duration::from_secs(5),
+            task_ttl: Duration::from_secs(3600),
+            task_time_limit: Duration::from_secs(1800),
+            task_poll_interval: Duration::from_secs(1),
+            max_tasks: 10_000,
+            max_tasks_per_owner: 100,
         }
     }
 }
@@ -181,6 +199,8 @@ pub struct ServerBuilder {
     on_session_end: Option<crate::conn::SessionEndHook>,
     state_key: Option<Vec<u8>>,
     cluster: Option<crate::cluster::Cluster>,
+    task_store: Option<Arc<dyn crate::tasks::TaskStore>>,
+    enable_tasks: bool,
     states: crate::states::StateMap,
     /// States a start-up hook will add ([`ServerBuilder::state_with`]).
     promised: Vec<std::any::TypeId>,
@@ -210,6 +230,8 @@ impl ServerBuilder {
             on_session_end: None,
             state_key: None,
             cluster: None,
+            task_store: None,
+            enable_tasks: false,
             states: crate::states::StateMap::default(),
             promised: Vec::new(),
             hooks: super::hooks::Hooks::default(),
@@ -488,10 +510,24 @@ impl ServerBuilder {
         self
     }
 
+    /// Where task records live (default: the cluster's task store when a cluster is set,
+    /// otherwise in memory). See [`crate::tasks`].
+    pub fn task_store(mut self, store: Arc<dyn crate::tasks::TaskStore>) -> Self {
+        self.task_store = Some(store);
+        self
+    }
+
+    /// Offers tasks even though no tool registered now supports them (tools that do may be
+    /// registered at run time). A tool with task support offers them by itself.
+    pub fn enable_tasks(mut self) -> Self {
+        self.enable_tasks = true;
+        self
+    }
+
     /// Makes this server one replica of several behind a load balancer: sessions,
-    /// resumable events and used `requestState` nonces live in the cluster's shared
-    /// stores, and list changes and resource updates reach every replica (see
-    /// [`crate::cluster`]). Give every replica the same [`state_key`](Self::state_key) too.
+    /// resumable events, used `requestState` nonces and tasks live in the cluster's shared
+    /// stores (see [`crate::cluster`]). Give every replica the same
+    /// [`state_key`](Self::state_key) too.
     pub fn cluster(mut self, cluster: crate::cluster::Cluster) -> Self {
         self.cluster = Some(cluster);
         self
@@ -506,6 +542,31 @@ impl ServerBuilder {
     /// How long a sealed `requestState` stays valid.
     pub fn request_state_ttl(mut self, d: Duration) -> Self {
         self.config.request_state_ttl = d;
+        self
+    }
+
+    /// How long a task's record is kept after it was created.
+    pub fn task_ttl(mut self, d: Duration) -> Self {
+        self.config.task_ttl = d;
+        self
+    }
+
+    /// How long a task may run before it ends `failed`.
+    pub fn task_time_limit(mut self, d: Duration) -> Self {
+        self.config.task_time_limit = d;
+        self
+    }
+
+    /// How often clients are asked to poll a task.
+    pub fn task_poll_interval(mut self, d: Duration) -> Self {
+        self.config.task_poll_interval = d;
+        self
+    }
+
+    /// How many tasks are kept at once, and how many per owner.
+    pub fn max_tasks(mut self, total: usize, per_owner: usize) -> Self {
+        self.config.max_tasks = total;
+        self.config.max_tasks_per_owner = per_owner;
         self
     }
 
@@ -634,6 +695,14 @@ impl ServerBuilder {
             tools: (self.enable_tools || !self.tools.is_empty()).then_some(ListChangedCapability {
                 list_changed: Some(true),
             }),
+            tasks: (self.enable_tasks
+                || self
+                    .tools
+                    .iter()
+                    .any(|t| t.task_support_mode() != crate::tasks::TaskSupport::Forbidden))
+            .then(|| {
+                serde_json::json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
+            }),
             extensions: None,
         };
         let state_key = match self.state_key {
@@ -719,6 +788,15 @@ impl ServerBuilder {
                     self.config.max_used_nonces,
                 ),
             },
+            tasks: crate::tasks::TaskEngine::new(
+                self.task_store
+                    .or_else(|| self.cluster.as_ref().and_then(|c| c.tasks().cloned()))
+                    .unwrap_or_else(|| Arc::new(crate::tasks::MemoryTaskStore::new())),
+                self.cluster.as_ref().map_or_else(
+                    || format!("process-{}", crate::util::random_token(12)),
+                    |c| c.replica_id().to_owned(),
+                ),
+            ),
             cluster: self.cluster,
             bus_handler: std::sync::OnceLock::new(),
             server_info_json: serde_json::to_string(&self.info).unwrap_or_else(|_| "{}".into()),

@@ -284,6 +284,7 @@ impl Server {
             Some(Capability::Resources) => caps.resources.is_some(),
             Some(Capability::Prompts) => caps.prompts.is_some(),
             Some(Capability::Completions) => caps.completions.is_some(),
+            Some(Capability::Tasks) => caps.tasks.is_some(),
         };
         (!spec.notification && spec.exists_in(era) && offered).then_some(Served {
             method: m,
@@ -346,6 +347,11 @@ impl Server {
             Method::PromptsList => self.list_prompts(scope, params).await,
             Method::PromptsGet => self.get_prompt(scope, params).await,
             Method::CompletionComplete => self.complete(scope, params).await,
+            Method::TasksGet => self.tasks_get(scope, params).await,
+            Method::TasksUpdate => self.tasks_update(scope, params).await,
+            Method::TasksCancel => self.tasks_cancel(scope, params).await,
+            Method::TasksResult => self.tasks_result(scope, params).await,
+            Method::TasksList => self.tasks_list(scope, params).await,
             // `served` admits requests only.
             Method::Initialized | Method::Cancelled | Method::RootsListChanged => Err(
                 ErrorObject::method_not_found(format!("Unknown method: {}", method.name())),

@@ -48,6 +48,7 @@ impl Server {
     ///
     /// [`ServerBuilder::on_shutdown`]: crate::ServerBuilder::on_shutdown
     pub async fn finish(&self) {
+        self.end_tasks().await;
         let hooks = std::mem::take(&mut *self.inner.hooks.stop.lock());
         for hook in hooks.into_iter().rev() {
             hook(self.clone()).await;

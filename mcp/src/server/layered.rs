@@ -42,6 +42,9 @@ fn seam_arguments(method: Method, params: Option<&RawValue>) -> Result<Value, Er
             &["uri"]
         }
         Method::SubscriptionsListen => &["notifications"],
+        Method::TasksGet | Method::TasksUpdate | Method::TasksCancel | Method::TasksResult => {
+            &["taskId"]
+        }
         _ => &[],
     };
     if members.is_empty() {

@@ -36,6 +36,10 @@ impl Server {
         if !version.has_completions_capability() {
             capabilities.completions = None;
         }
+        // Tasks entered the protocol in 2025-11-25.
+        if version < ProtocolVersion::V2025_11_25 {
+            capabilities.tasks = None;
+        }
         let result = InitializeResult {
             protocol_version: version.as_str().to_owned(),
             capabilities,

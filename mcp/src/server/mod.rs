@@ -19,6 +19,7 @@ mod lifecycle;
 mod prompts;
 mod resources;
 mod stateless;
+mod tasks;
 mod tools;
 
 use std::fmt;
@@ -76,6 +77,8 @@ pub(crate) struct ServerInner {
     states: Arc<crate::states::StateMap>,
     /// Start-up and shutdown hooks not yet run.
     hooks: hooks::Hooks,
+    /// Tasks: the shared records and the ones running here.
+    tasks: crate::tasks::TaskEngine,
 }
 
 impl fmt::Debug for Server {
@@ -329,6 +332,10 @@ impl Server {
         match message {
             BusMessage::ListChanged { list, .. } => self.list_changed_here(*list),
             BusMessage::ResourceUpdated { uri, .. } => self.resource_updated_here(uri),
+            BusMessage::TaskInput {
+                task_id, responses, ..
+            } => self.task_input_here(task_id, responses.clone()),
+            BusMessage::TaskCancel { task_id, .. } => self.task_cancel_here(task_id),
             _ => {}
         }
     }

@@ -64,7 +64,7 @@ impl HasMeta for ReadResourceResult {
 }
 
 /// Splices the 2026-07-28 members into a serialized result object.
-fn decorate(
+pub(super) fn decorate(
     json: &str,
     result_type: Option<&str>,
     server_info: Option<&str>,
@@ -257,7 +257,14 @@ impl Server {
 
     /// The capabilities advertised on the 2026-07-28 era.
     fn stateless_capabilities(&self) -> ServerCapabilities {
-        self.capabilities().clone()
+        let mut caps = self.capabilities().clone();
+        // Tasks are an extension on this revision; the core slot is never sent with it.
+        if caps.tasks.take().is_some() {
+            caps.extensions
+                .get_or_insert_with(Meta::new)
+                .insert(meta_keys::TASKS_EXTENSION.to_owned(), json!({}));
+        }
+        caps
     }
 
     pub(crate) fn discover(&self, scope: &Scope) -> Result<Reply, ErrorObject> {

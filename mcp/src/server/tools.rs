@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 use super::compat;
 use super::dispatch::{Outcome, Scope, parse_params, progress_token, run_handler};
 use super::stateless::args_digest;
+use super::tasks::{TaskPlan, TaskStarted};
 use super::{Reply, Server};
 use crate::auth::{
     ArgsSource, AuditOutcome, AuthRequest, Decision, Seam, approval_unavailable, reasons,
@@ -42,6 +43,9 @@ struct CallParams<'a> {
     input_responses: Option<Meta>,
     #[serde(default)]
     request_state: Option<String>,
+    /// A task-augmented call (2025-11-25); ignored on 2026-07-28.
+    #[serde(default)]
+    task: Option<Value>,
 }
 
 impl Server {
@@ -144,6 +148,13 @@ impl Server {
             args_digest: args_digest(request.arguments()),
             principal: scope.caller.subject(),
         });
+        // Whether it may be a task is settled before anyone is asked about it.
+        let plan = match tool.filter(|t| has_scopes(&scope.caller, t)) {
+            Some(t) if argument_error.is_none() => {
+                self.task_plan(scope, Some(t), p.task.as_ref())?
+            }
+            _ => TaskPlan::Sync,
+        };
         let mrtr = match &binding {
             Some(b) => {
                 self.open_mrtr(scope, b, p.request_state.as_deref(), p.input_responses)
@@ -249,6 +260,7 @@ impl Server {
             approved,
             mrtr: mrtr.as_ref(),
             binding: binding.as_ref(),
+            plan,
         };
         if self.inner.layers.is_empty() && tool.layers.is_empty() {
             return self.run_tool(scope, tool, args, token, call).await;
@@ -269,10 +281,33 @@ impl Server {
         token: Option<ProgressToken>,
         call: Approved<'_>,
     ) -> Result<Reply, ErrorObject> {
-        let result = match self
-            .execute_tool(scope, tool, args, token, call.mrtr.cloned())
-            .await
-        {
+        let outcome = match call.plan {
+            TaskPlan::Sync => {
+                self.execute_tool(scope, tool, args, token, call.mrtr.cloned())
+                    .await
+            }
+            TaskPlan::Task(plan) => {
+                match self
+                    .run_tool_tasked(scope, tool, args, token, call.mrtr, plan)
+                    .await
+                {
+                    Ok(outcome) => outcome,
+                    Err(TaskStarted::Created(record)) => {
+                        if let Some(d) = call.decision {
+                            let outcome = if call.approved {
+                                AuditOutcome::Approved
+                            } else {
+                                AuditOutcome::Served
+                            };
+                            self.audit(call.request, d, outcome);
+                        }
+                        return Ok(self.task_created_reply(scope, &record));
+                    }
+                    Err(TaskStarted::Refused(error)) => return Err(error),
+                }
+            }
+        };
+        let mut result = match outcome {
             Outcome::Done(result) => result,
             Outcome::NeedsInput => {
                 let (Some(m), Some(b)) = (call.mrtr, call.binding) else {
@@ -293,6 +328,9 @@ impl Server {
                 AuditOutcome::Served
             };
             self.audit(call.request, d, outcome);
+        }
+        if let Some(error) = result.failure.take() {
+            return Err(*error);
         }
         Ok(self.tool_reply(scope, result))
     }
@@ -399,6 +437,7 @@ struct Approved<'a> {
     approved: bool,
     mrtr: Option<&'a Arc<Mrtr>>,
     binding: Option<&'a Binding>,
+    plan: TaskPlan,
 }
 
 /// How the authorizer's Ask ends on the 2026-07-28 era.

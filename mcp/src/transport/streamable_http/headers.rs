@@ -52,6 +52,8 @@ pub(crate) struct Mirrored<'a> {
     pub(crate) name: Option<&'a Value>,
     /// `params.uri`.
     pub(crate) uri: Option<&'a Value>,
+    /// `params.taskId`.
+    pub(crate) task_id: Option<&'a Value>,
     /// `params.arguments`, unparsed.
     pub(crate) arguments: Option<&'a serde_json::value::RawValue>,
 }
@@ -84,6 +86,7 @@ pub(crate) fn check(
     let (source, field) = match mirrored {
         Some(MirroredMember::Name) => (body.name, "params.name"),
         Some(MirroredMember::Uri) => (body.uri, "params.uri"),
+        Some(MirroredMember::TaskId) => (body.task_id, "params.taskId"),
         None => return Ok(()),
     };
     let header = single(headers, &NAME_HEADER)?;
@@ -351,6 +354,7 @@ mod tests {
             protocol_version: "2026-07-28",
             name: Some(&name),
             uri: None,
+            task_id: None,
             arguments: None,
         };
         let good = [

@@ -116,6 +116,7 @@ fn validate(
         protocol_version: &meta.request.protocol_version,
         name: head.name.as_ref(),
         uri: head.uri.as_ref(),
+        task_id: head.task_id.as_ref(),
         arguments: head.arguments,
     };
     headers::check(headers, &mirrored, app.server.registry())
