@@ -472,7 +472,8 @@ struct WaitArgs {
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct NoArgs {}
 
-/// Tools: `add` (a+b), `progress` (three progress notifications, then "done"), `log`
+/// Tools: `add` (a+b), `job` (sleeps `ms`, as a task when allowed), `progress` (three
+/// progress notifications, then "done"), `log`
 /// (an info log, then "logged"), `spend` (sensitive: the authorizer asks first; counts its
 /// runs), `wait` (sleeps `ms`, counts completions), `write_files` (needs scope
 /// `files:write`), `whoami` (the verified principal's subject and scopes). A resource
@@ -565,6 +566,19 @@ pub fn fixture_in(cluster: Option<mcp::cluster::Cluster>, state_key: Option<&[u8
                 }
             },
         ))
+        .tool(
+            ToolDef::from_fn(
+                "job",
+                "Sleeps `ms` as a task when the client allows it, stopping when cancelled.",
+                |ctx: mcp::Ctx, x: WaitArgs| async move {
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(x.ms)) => format!("job done after {} ms", x.ms),
+                        _ = ctx.cancelled() => "job stopped".to_owned(),
+                    }
+                },
+            )
+            .task_support(mcp::tasks::TaskSupport::Optional),
+        )
         .resource(ResourceDef::new(
             "test://static",
             "static",
@@ -743,6 +757,9 @@ impl StatelessHttp {
         let name = match method {
             "tools/call" | "prompts/get" => params["name"].as_str().map(str::to_owned),
             "resources/read" => params["uri"].as_str().map(str::to_owned),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                params["taskId"].as_str().map(str::to_owned)
+            }
             _ => None,
         };
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});

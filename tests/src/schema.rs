@@ -114,6 +114,12 @@ fn result_definition(method: &str) -> Option<&'static str> {
         "completion/complete" => "CompleteResult",
         "server/discover" => "DiscoverResult",
         "subscriptions/listen" => "SubscriptionsListenResult",
+        // 2025-11-25 tasks (the 2026-07-28 extension has no definitions in the core
+        // schema: its results are checked as results only).
+        "tasks/get" => "GetTaskResult",
+        "tasks/cancel" => "CancelTaskResult",
+        "tasks/list" => "ListTasksResult",
+        "tasks/result" => "GetTaskPayloadResult",
         _ => return None,
     })
 }
@@ -164,6 +170,14 @@ pub fn validate_server_message(
     let result = &message["result"];
     if result.get("resultType") == Some(&json!("input_required")) {
         return schema.validate("InputRequiredResult", result);
+    }
+    // A task's handle answers a tools/call: nested on 2025-11-25, the extension's flat
+    // `resultType: "task"` on 2026-07-28 (a result the core schema does not define).
+    if request_method == Some("tools/call") && result.get("task").is_some() {
+        return schema.validate("CreateTaskResult", result);
+    }
+    if !schema.has(definition) || result.get("resultType") == Some(&json!("task")) {
+        return schema.validate("Result", result);
     }
     schema.validate(definition, result)
 }

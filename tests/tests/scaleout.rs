@@ -109,6 +109,17 @@ impl Replicas {
             .sum()
     }
 
+    /// Replica `i` drops out of the cluster as a crashed process would (its bus listener
+    /// and heartbeat stop, in memory at once, on Redis within seconds) while its work goes
+    /// on in this process, unaware: nothing it does from now on is heard by the others.
+    fn drop_out(&self, i: usize) {
+        let r = &self.replicas[i];
+        r.cluster.stop();
+        if let Backend::Memory(m) = &self.backend {
+            m.kill(r.cluster.replica_id());
+        }
+    }
+
     /// Replica `i` dies: it stops answering HTTP and the others see it dead (its bus
     /// listener and heartbeat stop; in memory its death is immediate, on Redis its
     /// heartbeat lapses within seconds).
@@ -151,6 +162,8 @@ on_both_backends!(
     a_dead_replicas_stream_is_closed_when_resumed,
     request_state_opens_once_across_replicas,
     listen_streams_hear_changes_raised_on_other_replicas,
+    tasks_are_shared_steered_and_failed_across_replicas,
+    the_task_store_keeps_its_contract,
 );
 
 fn call(name: &str, arguments: Value) -> Value {
@@ -783,4 +796,166 @@ async fn live_replica_killed_mid_session() {
     let gone = lb.exchange(json!(300), "tools/list", json!({})).await;
     assert_eq!(gone.status, StatusCode::NOT_FOUND, "deleted everywhere");
     println!("live_replica_killed_mid_session: the session continued on the other replicas");
+}
+
+/// A 2026-07-28 client of replica `i` declaring the tasks extension.
+fn tasks_client(replicas: &Replicas, i: usize) -> mcp_tests::http::StatelessHttp {
+    mcp_tests::http::StatelessHttp::new(replicas.url(i))
+        .with_capabilities(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}))
+}
+
+async fn task_status_on(c: &mcp_tests::http::StatelessHttp, id: &str, want: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let r = c
+            .request(json!("get"), "tasks/get", json!({"taskId": id}))
+            .await;
+        if r["result"]["status"] == want {
+            return r["result"].clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "task {id} never became {want}: {r}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn tasks_are_shared_steered_and_failed_across_replicas(kind: Kind) {
+    let Some(replicas) = Replicas::start(kind, "tasks_across_replicas").await else {
+        return;
+    };
+    let (zero, one, two) = (
+        tasks_client(&replicas, 0),
+        tasks_client(&replicas, 1),
+        tasks_client(&replicas, 2),
+    );
+    // Created on 0, readable at once on 1 (durable create), finished there.
+    let r = zero
+        .request(json!(1), "tools/call", call("job", json!({"ms": 300})))
+        .await;
+    assert_eq!(r["result"]["resultType"], "task", "{r}");
+    let id = r["result"]["taskId"].as_str().unwrap().to_owned();
+    let now = one
+        .request(json!(2), "tasks/get", json!({"taskId": id}))
+        .await;
+    assert_eq!(now["result"]["taskId"], id.as_str(), "{now}");
+    let done = task_status_on(&one, &id, "completed").await;
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        "job done after 300 ms"
+    );
+
+    // Cancelled through 2: the handler on 0 stops, and the task stays cancelled.
+    let r = zero
+        .request(json!(3), "tools/call", call("job", json!({"ms": 60000})))
+        .await;
+    let long = r["result"]["taskId"].as_str().unwrap().to_owned();
+    let ack = two
+        .request(json!(4), "tasks/cancel", json!({"taskId": long}))
+        .await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    task_status_on(&zero, &long, "cancelled").await;
+
+    // Replica 0 crashes with a task running: another replica ends it failed, saying why.
+    let r = zero
+        .request(json!(5), "tools/call", call("job", json!({"ms": 60000})))
+        .await;
+    let orphan = r["result"]["taskId"].as_str().unwrap().to_owned();
+    replicas.drop_out(0);
+    let failed = task_status_on(&one, &orphan, "failed").await;
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("replica_lost"),
+        "{failed}"
+    );
+    // Once failed it stays failed, on every replica.
+    let again = task_status_on(&two, &orphan, "failed").await;
+    assert_eq!(again["error"], failed["error"]);
+}
+
+async fn the_task_store_keeps_its_contract(kind: Kind) {
+    use mcp::tasks::{Admission, TaskFlavour, TaskLimits, TaskRecord, TaskStatus};
+    let Some(replicas) = Replicas::start(kind, "task_store_contract").await else {
+        return;
+    };
+    let store = replicas.replicas[0]
+        .cluster
+        .tasks()
+        .expect("a shared task store")
+        .clone();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let record = |id: &str, owner: &str, ttl: Option<u64>| TaskRecord {
+        task_id: format!("{id}-{now}"),
+        owner: owner.into(),
+        replica: None,
+        flavour: TaskFlavour::Extension,
+        tool: "job".into(),
+        status: TaskStatus::Working,
+        status_message: None,
+        created_ms: now,
+        updated_ms: now,
+        ttl_ms: ttl,
+        poll_interval_ms: 1000,
+        result: None,
+        error: None,
+        input_requests: Default::default(),
+    };
+    let limits = TaskLimits {
+        per_owner: 2,
+        total: 3,
+    };
+    let owner = format!("principal::alice-{now}");
+    let a = record("a", &owner, Some(60_000));
+    assert_eq!(store.create(&a, limits).await.unwrap(), Admission::Created);
+    assert_eq!(
+        store
+            .create(&record("b", &owner, None), limits)
+            .await
+            .unwrap(),
+        Admission::Created
+    );
+    assert_eq!(
+        store
+            .create(&record("c", &owner, None), limits)
+            .await
+            .unwrap(),
+        Admission::OwnerFull
+    );
+    assert_eq!(
+        store
+            .create(&record("d", "bob", None), limits)
+            .await
+            .unwrap(),
+        Admission::Created
+    );
+    assert_eq!(
+        store
+            .create(&record("e", "carol", None), limits)
+            .await
+            .unwrap(),
+        Admission::StoreFull
+    );
+    assert_eq!(store.get(&a.task_id).await.unwrap().as_ref(), Some(&a));
+    let listed = store.list(&owner).await.unwrap();
+    assert_eq!(listed.len(), 2);
+    // A terminal record never changes again.
+    let mut ended = a.clone();
+    ended.status = TaskStatus::Cancelled;
+    assert!(store.update(&ended).await.unwrap());
+    let mut late = a.clone();
+    late.status = TaskStatus::Completed;
+    assert!(!store.update(&late).await.unwrap());
+    assert_eq!(
+        store.get(&a.task_id).await.unwrap().unwrap().status,
+        TaskStatus::Cancelled
+    );
+    // Unknown ids are unknown; an update never creates.
+    assert!(store.get("never").await.unwrap().is_none());
+    assert!(!store.update(&record("never", &owner, None)).await.unwrap());
 }

@@ -123,6 +123,7 @@ impl MemState {
 pub struct MemoryBackend {
     state: Arc<Mutex<MemState>>,
     nonces: Arc<MemoryNonces>,
+    tasks: Arc<crate::tasks::MemoryTaskStore>,
 }
 
 impl Default for MemoryBackend {
@@ -137,6 +138,7 @@ impl MemoryBackend {
         MemoryBackend {
             state: Arc::new(Mutex::new(MemState::default())),
             nonces: Arc::new(MemoryNonces::new(1_000_000)),
+            tasks: Arc::new(crate::tasks::MemoryTaskStore::new()),
         }
     }
 
@@ -147,8 +149,9 @@ impl MemoryBackend {
             Arc::clone(&this) as Arc<dyn SessionStore>,
             Arc::clone(&this) as Arc<dyn EventStore>,
             Arc::clone(&this.nonces) as Arc<dyn NonceStore>,
-            this as Arc<dyn Bus>,
+            Arc::clone(&this) as Arc<dyn Bus>,
         )
+        .with_tasks(Arc::clone(&this.tasks) as Arc<dyn crate::tasks::TaskStore>)
     }
 
     /// Makes `replica` dead, as if its process were killed: it stops receiving bus

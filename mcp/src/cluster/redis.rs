@@ -122,8 +122,9 @@ impl RedisBackend {
             Arc::clone(&this) as Arc<dyn SessionStore>,
             Arc::clone(&this) as Arc<dyn EventStore>,
             Arc::clone(&this) as Arc<dyn NonceStore>,
-            this as Arc<dyn Bus>,
+            Arc::clone(&this) as Arc<dyn Bus>,
         )
+        .with_tasks(this as Arc<dyn crate::tasks::TaskStore>)
     }
 
     fn key(&self, id: &str) -> String {
@@ -737,6 +738,161 @@ impl Bus for RedisBackend {
                 .query_async::<()>(&mut c)
                 .await
                 .map_err(err)
+        }
+        .boxed()
+    }
+}
+
+/// Records a new task if its owner and the store have room. KEYS: the task's key, the
+/// owner's index, the index of all tasks. ARGV: the record (JSON), its expiry (Unix ms, or
+/// empty for none), now (Unix ms), the task id, the cap per owner, the cap in total.
+const TASK_CREATE: &str = r#"
+local now = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[6]) then return 'store_full' end
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return 'owner_full' end
+local score = '+inf'
+if ARGV[2] ~= '' then
+  score = ARGV[2]
+  local px = tonumber(ARGV[2]) - now
+  if px < 1 then px = 1 end
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', px)
+else
+  redis.call('SET', KEYS[1], ARGV[1])
+end
+redis.call('ZADD', KEYS[2], score, ARGV[4])
+redis.call('ZADD', KEYS[3], score, ARGV[4])
+return 'created'
+"#;
+
+/// Writes a task's change unless the stored task is gone or terminal. KEYS: the task's key.
+/// ARGV: the record (JSON).
+const TASK_UPDATE: &str = r#"
+local current = redis.call('GET', KEYS[1])
+if not current then return 0 end
+local status = cjson.decode(current)['status']
+if status == 'completed' or status == 'failed' or status == 'cancelled' then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
+return 1
+"#;
+
+impl RedisBackend {
+    fn task_key(&self, id: &str) -> String {
+        format!("{}:t:{id}", self.prefix)
+    }
+
+    fn task_owner_index(&self, owner: &str) -> String {
+        format!("{}:towner:{owner}", self.prefix)
+    }
+
+    fn task_index(&self) -> String {
+        format!("{}:tall", self.prefix)
+    }
+}
+
+impl crate::tasks::TaskStore for RedisBackend {
+    fn create<'a>(
+        &'a self,
+        record: &'a crate::tasks::TaskRecord,
+        limits: crate::tasks::TaskLimits,
+    ) -> BoxFuture<'a, StoreResult<crate::tasks::Admission>> {
+        use crate::tasks::Admission;
+        async move {
+            let expires = record
+                .ttl_ms
+                .map(|_| record.expires_ms().to_string())
+                .unwrap_or_default();
+            let mut c = self.conn.clone();
+            let outcome: String = redis::cmd("EVAL")
+                .arg(TASK_CREATE)
+                .arg(3)
+                .arg(self.task_key(&record.task_id))
+                .arg(self.task_owner_index(&record.owner))
+                .arg(self.task_index())
+                .arg(json(record))
+                .arg(expires)
+                .arg(crate::tasks::now_ms())
+                .arg(&record.task_id)
+                .arg(limits.per_owner)
+                .arg(limits.total)
+                .query_async(&mut c)
+                .await
+                .map_err(err)?;
+            Ok(match outcome.as_str() {
+                "created" => Admission::Created,
+                "owner_full" => Admission::OwnerFull,
+                _ => Admission::StoreFull,
+            })
+        }
+        .boxed()
+    }
+
+    fn get<'a>(
+        &'a self,
+        task_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<crate::tasks::TaskRecord>>> {
+        async move {
+            let mut c = self.conn.clone();
+            let text: Option<String> = redis::cmd("GET")
+                .arg(self.task_key(task_id))
+                .query_async(&mut c)
+                .await
+                .map_err(err)?;
+            text.map(|t| parse_json(&t, "task")).transpose()
+        }
+        .boxed()
+    }
+
+    fn update<'a>(
+        &'a self,
+        record: &'a crate::tasks::TaskRecord,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        async move {
+            let mut c = self.conn.clone();
+            let written: i64 = redis::cmd("EVAL")
+                .arg(TASK_UPDATE)
+                .arg(1)
+                .arg(self.task_key(&record.task_id))
+                .arg(json(record))
+                .query_async(&mut c)
+                .await
+                .map_err(err)?;
+            Ok(written == 1)
+        }
+        .boxed()
+    }
+
+    fn list<'a>(
+        &'a self,
+        owner: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<crate::tasks::TaskRecord>>> {
+        async move {
+            let mut c = self.conn.clone();
+            let ids: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+                .arg(self.task_owner_index(owner))
+                .arg(format!("({}", crate::tasks::now_ms()))
+                .arg("+inf")
+                .query_async(&mut c)
+                .await
+                .map_err(err)?;
+            if ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            let keys: Vec<String> = ids.iter().map(|id| self.task_key(id)).collect();
+            let texts: Vec<Option<String>> = redis::cmd("MGET")
+                .arg(keys)
+                .query_async(&mut c)
+                .await
+                .map_err(err)?;
+            let mut records = texts
+                .into_iter()
+                .flatten()
+                .map(|t| parse_json::<crate::tasks::TaskRecord>(&t, "task"))
+                .collect::<StoreResult<Vec<_>>>()?;
+            records.retain(|r| r.owner == owner);
+            records.sort_by(|a, b| (a.created_ms, &a.task_id).cmp(&(b.created_ms, &b.task_id)));
+            Ok(records)
         }
         .boxed()
     }

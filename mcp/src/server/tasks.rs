@@ -68,6 +68,9 @@ struct ListParams {
     cursor: Option<String>,
 }
 
+/// How long a stopped task's handler may take to notice and wind down.
+const WIND_DOWN: Duration = Duration::from_secs(1);
+
 /// A tool's future as a task runs it: owned, contained, and `'static`.
 type TaskFuture = BoxFuture<'static, Result<CallToolResult, Failure>>;
 
@@ -215,7 +218,10 @@ impl Server {
         match plan {
             Tasked::Now { ttl } => {
                 let record = self.new_record(&owner, tool, TaskFlavour::Core, ttl);
-                let live = self.admit(record).await.map_err(TaskStarted::Refused)?;
+                let live = self
+                    .admit(record, &stop)
+                    .await
+                    .map_err(TaskStarted::Refused)?;
                 caller.sink = Some(self.task_channel(&live, &scope.caller));
                 let ctx = Ctx::new(self.host(), caller, Some(scope.id.clone()), token, None);
                 ctx.attach_task(Arc::clone(&live));
@@ -268,7 +274,7 @@ impl Server {
                 }
                 let record =
                     self.new_record(&owner, tool, TaskFlavour::Extension, self.config().task_ttl);
-                let live = match self.admit(record).await {
+                let live = match self.admit(record, &stop).await {
                     Ok(live) => live,
                     // No room for another task: an optional one goes on as an ordinary
                     // call, within the call timeout.
@@ -324,7 +330,11 @@ impl Server {
 
     /// Records a new task durably (`tasks/get` finds it on every replica once this
     /// returns) and makes it live here, or says why there is no room.
-    async fn admit(&self, record: TaskRecord) -> Result<Arc<LiveTask>, ErrorObject> {
+    async fn admit(
+        &self,
+        record: TaskRecord,
+        stop: &CancellationToken,
+    ) -> Result<Arc<LiveTask>, ErrorObject> {
         let engine = &self.inner.tasks;
         match engine.store.create(&record, self.task_limits()).await {
             Ok(Admission::Created) => {}
@@ -342,7 +352,7 @@ impl Server {
             }
             Err(e) => return Err(store_failed(e)),
         }
-        let live = LiveTask::new(record, Arc::clone(&engine.store));
+        let live = LiveTask::new(record, Arc::clone(&engine.store), stop.clone());
         engine.insert(&live);
         Ok(live)
     }
@@ -386,18 +396,27 @@ impl Server {
             let ttl = record.ttl_ms.map_or(limit, Duration::from_millis);
             let limit = limit.min(ttl);
             let shutdown = server.inner.shutdown.clone();
+            let mut fut = fut;
+            // A stop comes first: a handler that answers the cancel it noticed does not
+            // turn a cancelled (or shut down) task into a completed one.
             let ended = tokio::select! {
                 biased;
-                r = fut => Ended::Done(r),
                 _ = live.stop_token().cancelled() => {
                     Ended::Stopped(live.stop_reason().unwrap_or(StopReason::Cancelled))
                 }
                 _ = shutdown.cancelled() => Ended::Stopped(StopReason::Shutdown),
+                r = &mut fut => Ended::Done(r),
                 _ = tokio::time::sleep(limit) => Ended::TimedOut(limit),
             };
-            // Whatever ended the run, the handler's waits end with it.
-            stop.cancel();
+            let finished = matches!(ended, Ended::Done(_));
+            // The end is written first: what the handler does from here changes nothing.
             server.record_end(&live, ended, version).await;
+            if !finished {
+                // A cooperative handler (one watching `ctx.cancelled()`) gets a moment to
+                // wind down before its future is dropped.
+                stop.cancel();
+                let _ = tokio::time::timeout(WIND_DOWN, fut).await;
+            }
             server.inner.tasks.remove(live.id());
         });
     }

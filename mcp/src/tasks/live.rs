@@ -49,14 +49,19 @@ pub(crate) struct LiveTask {
 }
 
 impl LiveTask {
-    pub(crate) fn new(record: TaskRecord, store: Arc<dyn TaskStore>) -> Arc<LiveTask> {
+    /// A live task whose handler stops when `stop` fires (the token its `Ctx` watches).
+    pub(crate) fn new(
+        record: TaskRecord,
+        store: Arc<dyn TaskStore>,
+        stop: CancellationToken,
+    ) -> Arc<LiveTask> {
         let (status, _) = watch::channel(record.status);
         Arc::new(LiveTask {
             id: record.task_id.clone(),
             flavour: record.flavour,
             record: tokio::sync::Mutex::new(record),
             store,
-            stop: CancellationToken::new(),
+            stop,
             stop_reason: Mutex::new(None),
             inputs: Mutex::new(Inputs::default()),
             status,
@@ -263,7 +268,7 @@ mod tests {
             total: 1,
         };
         store.create(&record(), limits).await.unwrap();
-        let task = LiveTask::new(record(), store.clone());
+        let task = LiveTask::new(record(), store.clone(), CancellationToken::new());
         let request = || InputRequest {
             method: "elicitation/create".into(),
             params: Value::Null,
@@ -303,7 +308,7 @@ mod tests {
     #[tokio::test]
     async fn a_terminal_task_stays_terminal() {
         let store = Arc::new(MemoryTaskStore::new());
-        let task = LiveTask::new(record(), store);
+        let task = LiveTask::new(record(), store, CancellationToken::new());
         assert!(task.end(TaskStatus::Cancelled, None, None, None).await);
         assert!(!task.end(TaskStatus::Completed, None, None, None).await);
         assert_eq!(task.snapshot().await.status, TaskStatus::Cancelled);

@@ -292,6 +292,90 @@ impl TestClient {
             .await?;
         serde_json::from_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
     }
+
+    /// `params` declaring the tasks extension on this request, when speaking 2026-07-28
+    /// (the extension is declared per request); unchanged on the handshake era.
+    fn declaring_tasks(&self, mut params: Value) -> Value {
+        let Some(caps) = &self.stateless else {
+            return params;
+        };
+        let mut caps = caps.clone();
+        if !caps.is_object() {
+            caps = json!({});
+        }
+        caps["extensions"][crate::protocol::meta_keys::TASKS_EXTENSION] = json!({});
+        params["_meta"][crate::protocol::meta_keys::CLIENT_CAPABILITIES] = caps;
+        params
+    }
+
+    /// Calls a tool allowing it to run as a task: on 2025-11-25 the request carries
+    /// `params.task`, on 2026-07-28 it declares the tasks extension. Returns the raw
+    /// result: a task's handle (`task` on 2025-11-25, `resultType: "task"` on 2026-07-28)
+    /// or the call's own result.
+    pub async fn call_tool_as_task(
+        &mut self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Value, ErrorObject> {
+        let mut params = json!({"name": name, "arguments": arguments});
+        if self.stateless.is_none() {
+            params["task"] = json!({});
+        }
+        let params = self.declaring_tasks(params);
+        self.request("tools/call", params).await
+    }
+
+    /// `tasks/get`.
+    pub async fn get_task(&mut self, task_id: &str) -> Result<Value, ErrorObject> {
+        let params = self.declaring_tasks(json!({"taskId": task_id}));
+        self.request("tasks/get", params).await
+    }
+
+    /// `tasks/update` with answers by input key (2026-07-28).
+    pub async fn update_task(
+        &mut self,
+        task_id: &str,
+        input_responses: Value,
+    ) -> Result<Value, ErrorObject> {
+        let params =
+            self.declaring_tasks(json!({"taskId": task_id, "inputResponses": input_responses}));
+        self.request("tasks/update", params).await
+    }
+
+    /// `tasks/cancel`.
+    pub async fn cancel_task(&mut self, task_id: &str) -> Result<Value, ErrorObject> {
+        let params = self.declaring_tasks(json!({"taskId": task_id}));
+        self.request("tasks/cancel", params).await
+    }
+
+    /// Polls `tasks/get` until the task is in one of `statuses` (or, with none given,
+    /// terminal), for at most `within`; returns the last answer.
+    pub async fn wait_task(
+        &mut self,
+        task_id: &str,
+        statuses: &[&str],
+        within: Duration,
+    ) -> Result<Value, ErrorObject> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let task = self.get_task(task_id).await?;
+            let status = task["status"].as_str().unwrap_or_default();
+            let reached = if statuses.is_empty() {
+                matches!(status, "completed" | "failed" | "cancelled")
+            } else {
+                statuses.contains(&status)
+            };
+            if reached {
+                return Ok(task);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ErrorObject::internal(format!(
+                    "task {task_id} is still {status} after {within:?}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
 }
 
 /// Handles one message for connection `id` with no transport attached, as an in-process
