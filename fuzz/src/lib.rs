@@ -135,6 +135,65 @@ fn build() -> Server {
         .expect("the fuzz server builds")
 }
 
+/// A server whose tools run as tasks (`job` sleeps `ms`, `asker` waits then elicits,
+/// `fails` is a tool error, `breaks` a JSON-RPC error, `plain` is never a task), with
+/// small caps and limits. Built per input: tasks are state.
+pub fn task_server() -> Server {
+    use mcp::registry::ProtocolError;
+    use mcp::tasks::TaskSupport;
+    use std::future::IntoFuture as _;
+
+    #[derive(Deserialize, JsonSchema)]
+    struct Ms {
+        #[serde(default)]
+        ms: u64,
+    }
+    Server::builder("fuzz-tasks", "1")
+        .tool(
+            ToolDef::from_fn("job", "Sleeps.", |ctx: Ctx, m: Ms| async move {
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(m.ms)) => "done",
+                    _ = ctx.cancelled() => "stopped",
+                }
+            })
+            .task_support(TaskSupport::Optional),
+        )
+        .tool(
+            ToolDef::from_fn("asker", "Asks.", |ctx: Ctx, _m: Ms| async move {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                let schema = json!({"type": "object", "properties": {"n": {"type": "string"}}});
+                let (a, b) = futures::join!(
+                    ctx.elicit_schema("First?", schema.clone()).into_future(),
+                    ctx.elicit_schema("Second?", schema).into_future(),
+                );
+                format!("{} {}", a.is_ok(), b.is_ok())
+            })
+            .task_support(TaskSupport::Required),
+        )
+        .tool(
+            ToolDef::from_fn("fails", "Fails.", |_ctx: Ctx, _m: Ms| async {
+                Err::<String, _>(ToolError::new("no"))
+            })
+            .task_support(TaskSupport::Optional),
+        )
+        .tool(
+            ToolDef::from_fn("breaks", "Breaks.", |_ctx: Ctx, _m: Ms| async {
+                Err::<String, _>(ProtocolError::internal("down"))
+            })
+            .task_support(TaskSupport::Optional),
+        )
+        .tool(ToolDef::from_fn(
+            "plain",
+            "Plain.",
+            |_ctx: Ctx, _m: Ms| async { "plain" },
+        ))
+        .max_tasks(6, 3)
+        .task_time_limit(Duration::from_secs(20))
+        .page_size(2)
+        .build()
+        .expect("the task server builds")
+}
+
 /// The server every target uses, built once.
 pub fn server() -> &'static Server {
     static SERVER: OnceLock<Server> = OnceLock::new();
