@@ -905,3 +905,131 @@ async fn approval_comes_before_the_task_on_2025_11_25() {
     assert_eq!(t["status"], "completed");
     assert_eq!(seen.spent.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test]
+async fn a_listen_stream_hears_the_tasks_it_named_and_only_its_owners() {
+    let seen = Seen::default();
+    let srv = http_server(&seen).await;
+    let alice = modern(&srv, "alice", true);
+    let bob = modern(&srv, "bob", true);
+    let r = alice
+        .request(
+            json!(1),
+            "tools/call",
+            json!({"name": "confirm", "arguments": {}}),
+        )
+        .await;
+    let id = result(&r)["taskId"].as_str().unwrap().to_owned();
+
+    // Without the extension declared, naming tasks is refused.
+    let undeclared = modern(&srv, "alice", false);
+    let r = undeclared
+        .exchange(
+            json!(2),
+            "subscriptions/listen",
+            json!({"notifications": {"taskIds": [id]}}),
+        )
+        .await;
+    assert_eq!(error_code(&r.response), -32021);
+
+    // Bob may not listen to alice's task: his acknowledgement leaves it out.
+    let response = bob
+        .post(
+            json!(3),
+            "subscriptions/listen",
+            json!({"notifications": {"taskIds": [id]}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let mut bobs = mcp_tests::http::SseReader::new(response);
+    let ack = bobs.next().await.unwrap().json();
+    assert!(
+        ack["params"]["notifications"].get("taskIds").is_none(),
+        "{ack}"
+    );
+
+    let response = alice
+        .post(
+            json!(4),
+            "subscriptions/listen",
+            json!({"notifications": {"taskIds": [id, "not-a-task"]}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let mut stream = mcp_tests::http::SseReader::new(response);
+    let ack = stream.next().await.unwrap().json();
+    mcp_tests::http::check_stateless(&ack, None);
+    assert_eq!(ack["params"]["notifications"]["taskIds"], json!([id]));
+
+    // The question, then the answer, then the end: each as a full DetailedTask.
+    let mut statuses = Vec::new();
+    loop {
+        let event = stream
+            .next_within(Duration::from_secs(5))
+            .await
+            .expect("a task notification")
+            .json();
+        assert_eq!(event["method"], "notifications/tasks");
+        let params = &event["params"];
+        assert_eq!(params["taskId"], id.as_str());
+        assert_eq!(params["_meta"]["io.modelcontextprotocol/subscriptionId"], 4);
+        let status = params["status"].as_str().unwrap().to_owned();
+        if status == "input_required" {
+            assert_eq!(
+                params["inputRequests"]["go"]["method"],
+                "elicitation/create"
+            );
+            alice
+                .request(
+                    json!(5),
+                    "tasks/update",
+                    json!({"taskId": id, "inputResponses": {"go": {"action": "accept", "content": {"confirm": true}}}}),
+                )
+                .await;
+        }
+        statuses.push(status.clone());
+        if status == "completed" {
+            assert_eq!(params["result"]["content"][0]["text"], "yes");
+            break;
+        }
+    }
+    assert!(
+        statuses.contains(&"input_required".to_owned()),
+        "{statuses:?}"
+    );
+    assert!(
+        bobs.quiet_for(Duration::from_millis(200)).await,
+        "bob heard nothing"
+    );
+}
+
+#[tokio::test]
+async fn a_core_task_reports_its_status_to_its_connection() {
+    let seen = Seen::default();
+    let server = builder(&seen).build().unwrap();
+    let mut c = TestClient::connect(&server);
+    c.initialize(json!({})).await.unwrap();
+    let r = c
+        .call_tool_as_task("slow", json!({"ms": 20}))
+        .await
+        .unwrap();
+    let id = r["task"]["taskId"].as_str().unwrap().to_owned();
+    c.wait_task(&id, &[], Duration::from_secs(5)).await.unwrap();
+    let messages = c.drain(Duration::from_millis(100)).await;
+    let status: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/tasks/status")
+        .collect();
+    let last = status.last().expect("a status notification");
+    assert_eq!(last["params"]["taskId"], id.as_str());
+    assert_eq!(last["params"]["status"], "completed");
+    for m in &status {
+        validate_server_message("2025-11-25", m, None).unwrap();
+        assert!(
+            m["params"].get("_meta").is_none(),
+            "no related-task on a status"
+        );
+    }
+}

@@ -370,6 +370,14 @@ pub enum BusMessage {
         /// The answers, by input key.
         responses: crate::protocol::Meta,
     },
+    /// A task running on the replica `origin` changed: listen streams elsewhere that
+    /// asked for it hear of it.
+    TaskChanged {
+        /// The replica running it.
+        origin: String,
+        /// The task as it is now.
+        record: Box<crate::tasks::TaskRecord>,
+    },
     /// `tasks/cancel` for a task running on the replica `to` (already recorded
     /// `cancelled`): its handler stops.
     TaskCancel {
@@ -397,7 +405,8 @@ impl BusMessage {
             BusMessage::ListChanged { origin, .. }
             | BusMessage::ResourceUpdated { origin, .. }
             | BusMessage::SessionChanged { origin, .. }
-            | BusMessage::SessionRemoved { origin, .. } => Some(origin),
+            | BusMessage::SessionRemoved { origin, .. }
+            | BusMessage::TaskChanged { origin, .. } => Some(origin),
             BusMessage::Answer { .. }
             | BusMessage::TaskInput { .. }
             | BusMessage::TaskCancel { .. } => None,

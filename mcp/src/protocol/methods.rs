@@ -44,6 +44,8 @@ pub const TASKS_CANCEL: &str = "tasks/cancel";
 pub const TASKS_RESULT: &str = "tasks/result";
 /// `tasks/list`: the caller's tasks (2025-11-25 only).
 pub const TASKS_LIST: &str = "tasks/list";
+/// `notifications/tasks`: a task changed (the tasks extension, on `subscriptions/listen`).
+pub const TASKS_NOTIFICATION: &str = "notifications/tasks";
 /// `notifications/tasks/status` (2025-11-25, server to client).
 pub const TASKS_STATUS: &str = "notifications/tasks/status";
 /// `elicitation/create` (server to client).

@@ -336,6 +336,7 @@ impl Server {
                 task_id, responses, ..
             } => self.task_input_here(task_id, responses.clone()),
             BusMessage::TaskCancel { task_id, .. } => self.task_cancel_here(task_id),
+            BusMessage::TaskChanged { record, .. } => self.notify_listeners_task(record),
             _ => {}
         }
     }

@@ -135,6 +135,18 @@ pub(crate) struct Listener {
     sink: Outbound,
 }
 
+impl Listener {
+    /// `notifications/tasks` for this stream: the task as a full DetailedTask.
+    fn task_frame(&self, record: &crate::tasks::TaskRecord) -> String {
+        let mut params = record.detailed_task();
+        params.insert(
+            "_meta".into(),
+            json!({meta_keys::SUBSCRIPTION_ID: self.request_id}),
+        );
+        encode_notification(methods::TASKS_NOTIFICATION, Some(&params))
+    }
+}
+
 /// Removes its listener when the listen request ends, however it ends.
 struct ListenerGuard {
     server: Server,
@@ -389,7 +401,13 @@ impl Server {
                 self.config().max_listeners
             )));
         }
-        let honoured = self.honoured(p.notifications);
+        let wanted_tasks = p.notifications.task_ids.clone().unwrap_or_default();
+        let mut honoured = self.honoured(p.notifications);
+        if !wanted_tasks.is_empty() {
+            self.tasks_gate(scope)?;
+            let mine = self.own_task_ids(scope, &wanted_tasks).await;
+            honoured.task_ids = (!mine.is_empty()).then_some(mine);
+        }
         let subscription = serde_json::to_value(&scope.id).unwrap_or_default();
         let ack = encode_notification(
             methods::SUBSCRIPTIONS_ACKNOWLEDGED,
@@ -402,12 +420,21 @@ impl Server {
             return Err(ErrorObject::internal("the stream closed"));
         }
         let key = LISTENER_KEYS.fetch_add(1, Ordering::Relaxed);
-        self.inner.listeners.lock().push(Arc::new(Listener {
+        let tasks = honoured.task_ids.clone().unwrap_or_default();
+        let listener = Arc::new(Listener {
             key,
             request_id: scope.id.clone(),
             filter: honoured,
             sink: sink.clone(),
-        }));
+        });
+        self.inner.listeners.lock().push(Arc::clone(&listener));
+        // Each task named is told as it is now, so that nothing between its creation and
+        // this stream is missed; its changes follow.
+        for id in &tasks {
+            if let Some(record) = self.task_snapshot(scope, id).await {
+                sink.send(listener.task_frame(&record)).await;
+            }
+        }
         let _guard = ListenerGuard {
             server: self.clone(),
             key,
@@ -451,6 +478,8 @@ impl Server {
             resource_subscriptions: wanted
                 .resource_subscriptions
                 .filter(|uris| resources && !uris.is_empty()),
+            // Decided by `listen`, which checks who owns each one.
+            task_ids: None,
         }
     }
 
@@ -474,6 +503,21 @@ impl Server {
                 Some(&json!({"_meta": {meta_keys::SUBSCRIPTION_ID: l.request_id}})),
             );
             l.sink.try_send(frame);
+        }
+    }
+
+    /// Routes a task's change to every listen stream that asked for it.
+    pub(crate) fn notify_listeners_task(&self, record: &crate::tasks::TaskRecord) {
+        let listeners: Vec<Arc<Listener>> = self.inner.listeners.lock().clone();
+        for l in &listeners {
+            let wanted = l
+                .filter
+                .task_ids
+                .as_ref()
+                .is_some_and(|ids| ids.contains(&record.task_id));
+            if wanted {
+                l.sink.try_send(l.task_frame(record));
+            }
         }
     }
 

@@ -219,7 +219,7 @@ impl Server {
             Tasked::Now { ttl } => {
                 let record = self.new_record(&owner, tool, TaskFlavour::Core, ttl);
                 let live = self
-                    .admit(record, &stop)
+                    .admit(record, &stop, &scope.caller.conn)
                     .await
                     .map_err(TaskStarted::Refused)?;
                 caller.sink = Some(self.task_channel(&live, &scope.caller));
@@ -274,7 +274,7 @@ impl Server {
                 }
                 let record =
                     self.new_record(&owner, tool, TaskFlavour::Extension, self.config().task_ttl);
-                let live = match self.admit(record, &stop).await {
+                let live = match self.admit(record, &stop, &scope.caller.conn).await {
                     Ok(live) => live,
                     // No room for another task: an optional one goes on as an ordinary
                     // call, within the call timeout.
@@ -334,6 +334,7 @@ impl Server {
         &self,
         record: TaskRecord,
         stop: &CancellationToken,
+        conn: &Arc<crate::conn::ConnState>,
     ) -> Result<Arc<LiveTask>, ErrorObject> {
         let engine = &self.inner.tasks;
         match engine.store.create(&record, self.task_limits()).await {
@@ -353,8 +354,60 @@ impl Server {
             Err(e) => return Err(store_failed(e)),
         }
         let live = LiveTask::new(record, Arc::clone(&engine.store), stop.clone());
+        let server = Arc::downgrade(&self.inner);
+        let conn = Arc::downgrade(conn);
+        live.observe(Arc::new(move |record: &TaskRecord| {
+            if let Some(inner) = server.upgrade() {
+                Server { inner }.task_changed(record, conn.upgrade().as_deref());
+            }
+        }));
         engine.insert(&live);
         Ok(live)
+    }
+
+    /// Tells who asked of a task's change: 2026-07-28 listen streams that named it (on
+    /// every replica), or, for a 2025-11-25 task, its connection
+    /// (`notifications/tasks/status`).
+    fn task_changed(&self, record: &TaskRecord, conn: Option<&crate::conn::ConnState>) {
+        match record.flavour {
+            TaskFlavour::Extension => {
+                self.notify_listeners_task(record);
+                if let Some(cluster) = &self.inner.cluster {
+                    cluster.publish_detached(crate::cluster::BusMessage::TaskChanged {
+                        origin: cluster.replica_id().to_owned(),
+                        record: Box::new(record.clone()),
+                    });
+                }
+            }
+            TaskFlavour::Core => {
+                if let Some(out) = conn.and_then(crate::conn::ConnState::outbound) {
+                    let params = Value::Object(record.core_task());
+                    out.try_send(crate::protocol::jsonrpc::encode_notification(
+                        methods::TASKS_STATUS,
+                        Some(&params),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// The task `id` as its owner sees it now, if `scope` is its owner.
+    pub(super) async fn task_snapshot(&self, scope: &Scope, id: &str) -> Option<TaskRecord> {
+        self.owned_task(scope, id)
+            .await
+            .ok()
+            .map(|(record, _)| record)
+    }
+
+    /// Which of `ids` the caller of `scope` may hear about (its own tasks).
+    pub(super) async fn own_task_ids(&self, scope: &Scope, ids: &[String]) -> Vec<String> {
+        let mut mine = Vec::new();
+        for id in ids.iter().take(self.config().max_tasks_per_owner) {
+            if self.owned_task(scope, id).await.is_ok() && !mine.contains(id) {
+                mine.push(id.clone());
+            }
+        }
+        mine
     }
 
     /// Where a 2025-11-25 task's own messages go: tagged with the task, onto the stream of
@@ -586,7 +639,7 @@ impl Server {
     }
 
     /// Checks a `tasks/*` request on 2026-07-28 declared the extension (-32021 if not).
-    fn tasks_gate(&self, scope: &Scope) -> Result<(), ErrorObject> {
+    pub(super) fn tasks_gate(&self, scope: &Scope) -> Result<(), ErrorObject> {
         if scope.caller.stateless.is_some() && !declares_tasks(scope) {
             return Err(tasks_not_declared());
         }

@@ -46,7 +46,12 @@ pub(crate) struct LiveTask {
     /// The stream of the `tasks/result` request waiting on it now (2025-11-25): where
     /// the task's own requests and notifications go while it is open.
     side: Mutex<Option<Outbound>>,
+    /// Told of every change once it is stored (status notifications).
+    observer: Mutex<Option<Observer>>,
 }
+
+/// What is told of a task's changes.
+pub(crate) type Observer = Arc<dyn Fn(&TaskRecord) + Send + Sync>;
 
 impl LiveTask {
     /// A live task whose handler stops when `stop` fires (the token its `Ctx` watches).
@@ -66,7 +71,13 @@ impl LiveTask {
             inputs: Mutex::new(Inputs::default()),
             status,
             side: Mutex::new(None),
+            observer: Mutex::new(None),
         })
+    }
+
+    /// Sets what is told of the task's changes.
+    pub(crate) fn observe(&self, observer: Observer) {
+        *self.observer.lock() = Some(observer);
     }
 
     pub(crate) fn id(&self) -> &str {
@@ -121,6 +132,10 @@ impl LiveTask {
             }
         }
         self.status.send_replace(record.status);
+        let observer = self.observer.lock().clone();
+        if let Some(observer) = observer {
+            observer(&record);
+        }
         true
     }
 
