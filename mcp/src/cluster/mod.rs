@@ -12,6 +12,10 @@
 //!   across all of them ([`NonceStore`]). A `subscriptions/listen` stream lives on the
 //!   replica that accepted it; a list change or resource update raised on any replica reaches
 //!   it through the [`Bus`].
+//! - **Tasks (both eras).** A task's record lives in the shared task store (see
+//!   [`crate::tasks`]) before its handle is sent, so any replica answers `tasks/get`;
+//!   `tasks/update` and `tasks/cancel` reach the replica running it over the [`Bus`], and a
+//!   task whose replica is gone is ended `failed` by the next replica that looks at it.
 //! - **Handshake era (sessions).** A session's record (its negotiated version, client
 //!   capabilities and info, log level and resource subscriptions) lives in the
 //!   [`SessionStore`], so any replica can serve it; the events of its SSE streams live in

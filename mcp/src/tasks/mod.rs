@@ -35,13 +35,13 @@
 //! # Lifetimes
 //!
 //! A task runs under its own time limit
-//! ([`ServerConfig::task_time_limit`](crate::ServerConfig::task_time_limit)), not the call
+//! ([`ServerConfig::task_time_limit`](crate::server::ServerConfig::task_time_limit)), not the call
 //! timeout, and its record is kept for its ttl
-//! ([`ServerConfig::task_ttl`](crate::ServerConfig::task_ttl)). Closing the stream that
+//! ([`ServerConfig::task_ttl`](crate::server::ServerConfig::task_ttl)). Closing the stream that
 //! created it does not stop it; shutting the server down ends it `failed`, saying so. A
 //! cap on kept tasks per owner and per store bounds memory
-//! ([`ServerConfig::max_tasks_per_owner`](crate::ServerConfig::max_tasks_per_owner),
-//! [`ServerConfig::max_tasks`](crate::ServerConfig::max_tasks)).
+//! ([`ServerConfig::max_tasks_per_owner`](crate::server::ServerConfig::max_tasks_per_owner),
+//! [`ServerConfig::max_tasks`](crate::server::ServerConfig::max_tasks)).
 //!
 //! # Replicas
 //!

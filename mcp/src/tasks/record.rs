@@ -64,7 +64,8 @@ pub enum TaskFlavour {
 pub struct TaskRecord {
     /// The id: 24 random bytes from the OS, base64url.
     pub task_id: String,
-    /// Who may see and steer it (see [`owner_key`](super::owner_key)).
+    /// Who may see and steer it: `principal:<issuer>:<subject>` for a verified caller,
+    /// `conn:<connection id>` without one.
     pub owner: String,
     /// The replica running it, when several share the store.
     pub replica: Option<String>,
