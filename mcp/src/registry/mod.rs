@@ -14,6 +14,7 @@ mod prompt;
 mod resource;
 mod template;
 mod tool;
+mod tool_set;
 mod unknown;
 
 use std::collections::HashMap;
@@ -41,6 +42,7 @@ pub use resource::{
 };
 pub use template::{TemplateError, TemplateVars, UriTemplate, percent_decode};
 pub use tool::{ToolDef, ToolDefError, ToolHandler, ToolProblem, validate_tool_name};
+pub use tool_set::{Harmless, NeedsAuthorizer, ToolSet};
 
 pub(crate) use tool::Listed;
 

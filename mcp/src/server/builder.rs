@@ -241,7 +241,7 @@ impl ServerBuilder {
     /// Registers the `#[tool]` methods of a value whose impl block is marked
     /// [`#[tools]`](crate::tools): each calls its method on the one shared value. A
     /// destructive or sensitive method needs an authorizer like any such tool.
-    pub fn tools_from<T: crate::macros_support::ToolSet>(mut self, set: T) -> Self {
+    pub fn tools_from<T: crate::registry::ToolSet>(mut self, set: T) -> Self {
         self.tools.extend(Arc::new(set).tool_defs());
         self
     }

@@ -128,7 +128,7 @@ impl TaskPolicy {
 
 /// The key that says who owns a task: the verified principal (issuer and subject) or,
 /// without one, the connection.
-pub(crate) fn owner_key(principal: Option<&crate::auth::Principal>, conn: &str) -> String {
+pub(crate) fn owner_key(principal: Option<&crate::conn::Principal>, conn: &str) -> String {
     match principal {
         Some(p) => format!(
             "principal:{}:{}",
@@ -191,7 +191,7 @@ mod tests {
 
     #[test]
     fn owners_differ_by_issuer_subject_and_connection() {
-        let mut a = crate::auth::Principal::new("alice", vec![]);
+        let mut a = crate::conn::Principal::new("alice", vec![]);
         let plain = owner_key(Some(&a), "c1");
         assert_eq!(plain, owner_key(Some(&a), "c2"));
         a.issuer = Some("https://idp".into());
