@@ -734,7 +734,22 @@ async fn live_replica_killed_mid_session() {
     assert_eq!(response.status(), StatusCode::OK);
     let mut stream = SseReader::new(response);
     let (asked, ask) = until_method(&mut stream, "elicitation/create").await;
-    println!("approval question parked on replica pid {victim}; killing it");
+    // And a task running there (2026-07-28).
+    let declaring = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let on_victim = mcp_tests::http::StatelessHttp::new(victim_url.clone())
+        .with_capabilities(declaring.clone());
+    let created = on_victim
+        .request(
+            json!(101),
+            "tools/call",
+            call("slow_compute", json!({"seconds": 60})),
+        )
+        .await;
+    let task = created["result"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    println!("approval question and task {task} on replica pid {victim}; killing it");
     // SAFETY: kill(2) with a pid the script gave us and a valid signal number.
     let killed = unsafe { libc::kill(*victim, libc::SIGKILL) };
     assert_eq!(killed, 0, "kill -9 {victim}");
@@ -776,6 +791,40 @@ async fn live_replica_killed_mid_session() {
     );
     println!(
         "the parked call was closed with the deny {} ms after the kill",
+        started.elapsed().as_millis()
+    );
+    // The task it ran is ended failed by whichever replica reads it next, saying why.
+    let through_lb = mcp_tests::http::StatelessHttp::new(url.clone()).with_capabilities(declaring);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let failed = loop {
+        // A request meeting the dead replica's kept-alive connection gets 502: ask again.
+        let sent = through_lb
+            .post(json!("get"), "tasks/get", json!({"taskId": task}))
+            .send()
+            .await
+            .expect("POST");
+        let mut last = Value::Null;
+        if sent.status() == StatusCode::OK {
+            last = through_lb.read("tasks/get", sent).await.response;
+            if last["result"]["status"] == "failed" {
+                break last["result"].clone();
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the killed replica's task never failed: {last}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("replica_lost"),
+        "{failed}"
+    );
+    println!(
+        "the task of the killed replica read as failed (replica_lost) {} ms after the kill",
         started.elapsed().as_millis()
     );
     // The session goes on, on whichever replica the load balancer picks.

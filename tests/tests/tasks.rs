@@ -1033,3 +1033,82 @@ async fn a_core_task_reports_its_status_to_its_connection() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_core_task_asks_on_the_result_stream_over_http() {
+    let seen = Seen::default();
+    let srv = http_server(&seen).await;
+    let mut c = session(&srv, "alice", json!({"elicitation": {}})).await;
+    let r = core_request(
+        &mut c,
+        1,
+        "tools/call",
+        json!({"name": "confirm", "arguments": {}, "task": {}}),
+    )
+    .await;
+    let id = result(&r)["task"]["taskId"].as_str().unwrap().to_owned();
+    // tasks/result streams the task's question, tagged with it, then the result.
+    let body =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/result", "params": {"taskId": id}});
+    let response = c.post(body.to_string()).send().await.unwrap();
+    let mut stream = mcp_tests::http::SseReader::new(response);
+    let question = loop {
+        let e = stream.next().await.expect("the task's question");
+        if e.data.is_empty() {
+            continue;
+        }
+        break e.json();
+    };
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    assert_eq!(
+        question["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id
+    );
+    validate_server_message("2025-11-25", &question, None).unwrap();
+    let got = core_request(&mut c, 3, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(result(&got)["status"], "input_required");
+    let answer = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"confirm": true}}});
+    let posted = c.post(answer.to_string()).send().await.unwrap();
+    assert_eq!(posted.status(), reqwest::StatusCode::ACCEPTED);
+    let done = loop {
+        let e = stream.next().await.expect("the result");
+        if e.data.is_empty() {
+            continue;
+        }
+        let m = e.json();
+        if m.get("id") == Some(&json!(2)) {
+            break m;
+        }
+    };
+    checked("tasks/result", &done);
+    assert_eq!(done["result"]["content"][0]["text"], "yes");
+    assert_eq!(
+        done["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id
+    );
+}
+
+#[tokio::test]
+async fn every_task_request_passes_the_read_seam() {
+    let seen = Seen::default();
+    let server = builder(&seen)
+        .read_authorizer(policy(|req| {
+            if req.name() == "tasks/cancel" {
+                Decision::deny("cancelling is not allowed here")
+            } else {
+                Decision::Allow
+            }
+        }))
+        .build()
+        .unwrap();
+    let mut c = modern_client(&server);
+    let r = c
+        .call_tool_as_task("slow", json!({"ms": 60000}))
+        .await
+        .unwrap();
+    let id = r["taskId"].as_str().unwrap().to_owned();
+    let e = c.cancel_task(&id).await.unwrap_err();
+    assert_eq!(e.code, -32090, "{e:?}");
+    assert_eq!(e.data.unwrap()["detail"], "cancelling is not allowed here");
+    assert_eq!(c.get_task(&id).await.unwrap()["status"], "working");
+}
