@@ -45,6 +45,13 @@ pub(super) enum Tasked {
     Escalate { after: Duration, required: bool },
 }
 
+/// The `task` member of a 2025-11-25 `tools/call`.
+#[derive(Deserialize)]
+struct TaskField {
+    #[serde(default)]
+    task: Option<Value>,
+}
+
 /// `tasks/get`, `tasks/cancel`, `tasks/result` params.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -126,15 +133,15 @@ impl Server {
     /// about a call that could not run: -32601 for a task the 2025-11-25 tool cannot be
     /// (or must be), -32021 for a 2026-07-28 request that did not declare the extension a
     /// `required` tool needs.
+    ///
+    /// Only a server that offers tasks looks: elsewhere `params.task` is an unknown member,
+    /// ignored as the protocol says.
     pub(super) fn task_plan(
         &self,
         scope: &Scope,
-        tool: Option<&ToolDef>,
-        task: Option<&Value>,
+        tool: &ToolDef,
+        params: Option<&RawValue>,
     ) -> Result<TaskPlan, ErrorObject> {
-        let Some(tool) = tool else {
-            return Ok(TaskPlan::Sync);
-        };
         let support = tool.task_support;
         if scope.caller.stateless.is_some() {
             // A legacy `params.task` means nothing here: the server decides.
@@ -153,7 +160,10 @@ impl Server {
             });
         }
         let tasks_exist = scope.version() >= ProtocolVersion::V2025_11_25;
-        let asked = task.filter(|t| !t.is_null() && tasks_exist);
+        let task = params
+            .and_then(|raw| serde_json::from_str::<TaskField>(raw.get()).ok())
+            .and_then(|f| f.task);
+        let asked = task.as_ref().filter(|t| !t.is_null() && tasks_exist);
         match (support, asked) {
             (TaskSupport::Forbidden, Some(_)) => Err(ErrorObject::method_not_found(format!(
                 "Method not found: tool {} does not support task-augmented calls",

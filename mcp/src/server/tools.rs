@@ -43,9 +43,6 @@ struct CallParams<'a> {
     input_responses: Option<Meta>,
     #[serde(default)]
     request_state: Option<String>,
-    /// A task-augmented call (2025-11-25); ignored on 2026-07-28.
-    #[serde(default)]
-    task: Option<Value>,
 }
 
 impl Server {
@@ -150,8 +147,8 @@ impl Server {
         });
         // Whether it may be a task is settled before anyone is asked about it.
         let plan = match tool.filter(|t| has_scopes(&scope.caller, t)) {
-            Some(t) if argument_error.is_none() => {
-                self.task_plan(scope, Some(t), p.task.as_ref())?
+            Some(t) if argument_error.is_none() && self.capabilities().tasks.is_some() => {
+                self.task_plan(scope, t, params)?
             }
             _ => TaskPlan::Sync,
         };
@@ -286,27 +283,50 @@ impl Server {
                 self.execute_tool(scope, tool, args, token, call.mrtr.cloned())
                     .await
             }
+            // Boxed: the task path's state stays out of every ordinary call's future.
             TaskPlan::Task(plan) => {
-                match self
-                    .run_tool_tasked(scope, tool, args, token, call.mrtr, plan)
+                match Box::pin(self.run_tool_tasked(scope, tool, args, token, call.mrtr, plan))
                     .await
                 {
                     Ok(outcome) => outcome,
-                    Err(TaskStarted::Created(record)) => {
-                        if let Some(d) = call.decision {
-                            let outcome = if call.approved {
-                                AuditOutcome::Approved
-                            } else {
-                                AuditOutcome::Served
-                            };
-                            self.audit(call.request, d, outcome);
-                        }
-                        return Ok(self.task_created_reply(scope, &record));
-                    }
-                    Err(TaskStarted::Refused(error)) => return Err(error),
+                    Err(started) => return self.task_started(scope, &call, started),
                 }
             }
         };
+        self.finish_call(scope, &call, outcome)
+    }
+
+    /// The answer to a call that became a task (its handle), or could not.
+    fn task_started(
+        &self,
+        scope: &Scope,
+        call: &Approved<'_>,
+        started: TaskStarted,
+    ) -> Result<Reply, ErrorObject> {
+        match started {
+            TaskStarted::Created(record) => {
+                if let Some(d) = call.decision {
+                    let outcome = if call.approved {
+                        AuditOutcome::Approved
+                    } else {
+                        AuditOutcome::Served
+                    };
+                    self.audit(call.request, d, outcome);
+                }
+                Ok(self.task_created_reply(scope, &record))
+            }
+            TaskStarted::Refused(error) => Err(error),
+        }
+    }
+
+    /// The answer to a call that ran: its result (audited), the input it needs, or the
+    /// error it failed with.
+    fn finish_call(
+        &self,
+        scope: &Scope,
+        call: &Approved<'_>,
+        outcome: Outcome<CallToolResult>,
+    ) -> Result<Reply, ErrorObject> {
         let mut result = match outcome {
             Outcome::Done(result) => result,
             Outcome::NeedsInput => {
