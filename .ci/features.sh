@@ -17,7 +17,9 @@ combos=(
   "cli,http"
   "oauth"
   "redis"
-  "macros,cli,http,oauth,redis"
+  "otel"              # telemetry without the command line or HTTP
+  "macros,cli,otel"   # a stdio server that exports
+  "macros,cli,http,oauth,redis,otel"
 )
 for features in "${combos[@]}"; do
   echo "--- mcp-guarded --no-default-features --features \"$features\""

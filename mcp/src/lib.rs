@@ -62,6 +62,7 @@
 //!   serves stdio only.
 //! - `oauth`: JWT access tokens (`auth::bearer::JwtVerifier`); implies `http`.
 //! - `redis`: replicas sharing state on Redis (`cluster::redis`); implies `http`.
+//! - `otel`: OpenTelemetry traces and metrics with OTLP export (`telemetry`).
 //!
 //! # Architecture: the path of a request, room by room
 //!
@@ -115,6 +116,9 @@ mod schema;
 pub mod server;
 mod states;
 pub mod tasks;
+#[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+pub mod telemetry;
 pub mod testing;
 pub mod transport;
 mod util;

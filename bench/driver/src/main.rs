@@ -295,14 +295,7 @@ fn clean_build(package: &str, bin: &std::ffi::OsStr, extra: &[&str]) -> (f64, f6
     let _ = std::fs::remove_dir_all(&dir);
     let start = Instant::now();
     let status = std::process::Command::new("cargo")
-        .args([
-            "build",
-            "--release",
-            "--offline",
-            "--quiet",
-            "-p",
-            package,
-        ])
+        .args(["build", "--release", "--offline", "--quiet", "-p", package])
         .args(extra)
         .arg("--target-dir")
         .arg(&dir)

@@ -7,6 +7,11 @@
 //!
 //! Modes: `call` (tools/call echo, handshake era), `stateless` (the same on 2026-07-28),
 //! `list` (tools/list with 1,000 tools), `layered` (`call` behind three layers).
+//!
+//! Built with `--features otel` and run with `BENCH_OTEL=1`, every request is traced and
+//! measured as with export on: spans go through the SDK's batch processor to an exporter
+//! that drops them, so what is counted is the framework's and the SDK's work, not a
+//! network's.
 
 use mcp::server::{ConnId, Outbound, Transport};
 
@@ -23,6 +28,10 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    #[cfg(feature = "otel")]
+    let _telemetry = std::env::var("BENCH_OTEL")
+        .is_ok()
+        .then(bench_micro::telemetry::install);
     let server = match mode.as_str() {
         "list" => bench_micro::server_with_tools(1000),
         "layered" => bench_micro::server_with_layers(),

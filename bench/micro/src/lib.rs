@@ -51,3 +51,39 @@ pub fn server_with_layers() -> Server {
         .build()
         .expect("server")
 }
+
+/// Telemetry as with export on, to an exporter that drops what it is given.
+#[cfg(feature = "otel")]
+pub mod telemetry {
+    use opentelemetry_sdk::error::OTelSdkResult;
+    use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
+    use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+
+    /// Takes spans and forgets them.
+    #[derive(Debug)]
+    struct Drop;
+
+    impl SpanExporter for Drop {
+        async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+            std::hint::black_box(batch);
+            Ok(())
+        }
+    }
+
+    /// Installs tracing and metrics pipelines (the SDK's batch span processor, a periodic
+    /// metric reader) as the process's subscriber, and returns them.
+    pub fn install() -> mcp::telemetry::Telemetry {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        let tracer = SdkTracerProvider::builder()
+            .with_batch_exporter(Drop)
+            .build();
+        let metrics = opentelemetry_sdk::metrics::InMemoryMetricExporter::default();
+        let meter = SdkMeterProvider::builder()
+            .with_reader(PeriodicReader::builder(metrics).build())
+            .build();
+        let telemetry = mcp::telemetry::Telemetry::new(tracer, meter);
+        let subscriber = tracing_subscriber::registry().with(telemetry.install());
+        tracing::subscriber::set_global_default(subscriber).expect("one subscriber");
+        telemetry
+    }
+}

@@ -267,6 +267,8 @@ fn run(setup: Setup, plan: Plan) -> Result<(), String> {
             None => None,
         };
         let (server, net) = setup.build(plan.state_key, cluster.clone())?;
+        #[cfg(feature = "otel")]
+        let telemetry = otel::start(server.name())?;
         // Start-up hooks (and state made at start-up) run before anything is accepted;
         // their error stops the boot. Shutdown hooks run once serving has ended, however it
         // ended.
@@ -275,6 +277,11 @@ fn run(setup: Setup, plan: Plan) -> Result<(), String> {
         server.finish().await;
         if let Some(cluster) = cluster {
             cluster.leave().await;
+        }
+        #[cfg(feature = "otel")]
+        if let Some(telemetry) = telemetry {
+            // The flush blocks on the exporters: off the runtime's threads.
+            let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
         }
         served
     })
@@ -394,20 +401,63 @@ fn log_filter(s: &str) -> Result<tracing_subscriber::filter::Targets, String> {
 
 /// Logs to stderr, filtered by `filter` (INFO when it cannot be read).
 fn init_logging(filter: &str) {
+    use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = log_filter(filter).unwrap_or_else(|_| {
         tracing_subscriber::filter::Targets::new()
             .with_default(tracing_subscriber::filter::LevelFilter::INFO)
     });
-    let _ = tracing_subscriber::registry()
+    let registry = tracing_subscriber::registry();
+    // An empty slot for the OpenTelemetry layer, filled once the runtime runs (its
+    // exporters need one); it sees spans whatever the log level.
+    #[cfg(feature = "otel")]
+    let registry =
+        registry.with(otel::slot().with_filter(tracing_subscriber::filter::LevelFilter::INFO));
+    let _ = registry
         .with(
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
-                .with_ansi(std::io::stderr().is_terminal()),
+                .with_ansi(std::io::stderr().is_terminal())
+                .with_filter(filter),
         )
-        .with(filter)
         .try_init();
+}
+
+/// The OpenTelemetry layer of the generated `main`: a reloadable slot in the subscriber,
+/// filled when `OTEL_*` variables ask for export.
+#[cfg(feature = "otel")]
+mod otel {
+    use std::sync::OnceLock;
+
+    use tracing_subscriber::{Registry, reload};
+
+    type Slot = Option<Box<dyn tracing_subscriber::Layer<Registry> + Send + Sync>>;
+
+    static HANDLE: OnceLock<reload::Handle<Slot, Registry>> = OnceLock::new();
+
+    /// The empty slot, remembered so that [`start`] can fill it.
+    pub(super) fn slot() -> reload::Layer<Slot, Registry> {
+        let (layer, handle) = reload::Layer::new(None);
+        let _ = HANDLE.set(handle);
+        layer
+    }
+
+    /// Starts export when the environment asks for it, saying so on stderr.
+    pub(super) fn start(service: &str) -> Result<Option<crate::telemetry::Telemetry>, String> {
+        let Some(telemetry) =
+            crate::telemetry::Telemetry::from_env(service).map_err(|e| e.to_string())?
+        else {
+            return Ok(None);
+        };
+        let layer = telemetry.install::<Registry>();
+        if let Some(handle) = HANDLE.get() {
+            let layer: Box<dyn tracing_subscriber::Layer<Registry> + Send + Sync> = Box::new(layer);
+            let _ = handle.reload(Some(layer));
+        }
+        tracing::info!(target: "mcp::telemetry", "{}", crate::telemetry::describe_env());
+        Ok(Some(telemetry))
+    }
 }
 
 /// Writes `text` and a newline to stdout.

@@ -238,6 +238,12 @@ impl Options {
         );
         #[cfg(not(feature = "http"))]
         let _ = setup;
+        #[cfg(feature = "otel")]
+        rows.push((
+            "opentelemetry",
+            format!("{:?}", crate::telemetry::export_target()),
+            "OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL".to_owned(),
+        ));
         for limit in limits {
             let (name, value) = limit.entry();
             rows.push((name, value, limit.note()));

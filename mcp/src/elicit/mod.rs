@@ -74,9 +74,43 @@ pub(crate) async fn request_client<P: Serialize>(
     request_client_as(conn, sink, kind, method, params, timeout, false).await
 }
 
+/// [`request_client_as`], inside an `mcp.client_request` span when telemetry is on.
+async fn traced_request<P: Serialize>(
+    conn: &ConnState,
+    sink: &Outbound,
+    kind: &str,
+    method: &str,
+    params: &P,
+    timeout: Duration,
+    approval: bool,
+) -> Result<Box<RawValue>, ClientRequestError> {
+    let ask = ask_client(conn, sink, kind, method, params, timeout, approval);
+    #[cfg(feature = "otel")]
+    if crate::telemetry::active() {
+        use tracing::Instrument as _;
+        return ask
+            .instrument(crate::telemetry::client_request_span(method))
+            .await;
+    }
+    ask.await
+}
+
 /// [`request_client`], marking the request as the authorizer's approval question when
 /// `approval` is set (a replica that closes it for a replica that died denies the call).
 pub(crate) async fn request_client_as<P: Serialize>(
+    conn: &ConnState,
+    sink: &Outbound,
+    kind: &str,
+    method: &str,
+    params: &P,
+    timeout: Duration,
+    approval: bool,
+) -> Result<Box<RawValue>, ClientRequestError> {
+    traced_request(conn, sink, kind, method, params, timeout, approval).await
+}
+
+/// Parks a request to the client, sends it and waits for its answer.
+async fn ask_client<P: Serialize>(
     conn: &ConnState,
     sink: &Outbound,
     kind: &str,

@@ -215,11 +215,38 @@ impl Server {
         if conn.closed.is_cancelled() {
             return stopped(&scope);
         }
+        #[cfg(feature = "otel")]
+        let traced = crate::telemetry::RequestTrace::start(&crate::telemetry::RequestFacts {
+            method: spec.method.name(),
+            params: params.as_deref(),
+            id: &scope.id,
+            version: scope.version(),
+            transport: conn.transport,
+            session: (scope.caller.stateless.is_none()
+                && conn.transport != crate::conn::Transport::Stdio)
+                .then(|| conn.id.as_str()),
+            headers: scope.caller.headers.as_deref(),
+        });
         let mut route = std::pin::pin!(self.route(&scope, spec.method, params.as_deref()));
+        // Polled inside the request's span, when there is one; the future is not moved.
+        #[cfg(feature = "otel")]
+        let span = traced.as_ref().map(|t| t.span().clone());
+        #[cfg(feature = "otel")]
+        let mut route = crate::telemetry::InSpan::new(span.as_ref(), route.as_mut());
+        #[cfg(feature = "otel")]
+        let mut route = std::pin::Pin::new(&mut route);
+        // How the request ended goes on its span and into the duration histogram.
+        let done = |reply: Option<Reply>| {
+            #[cfg(feature = "otel")]
+            if let Some(t) = traced {
+                t.finish(reply.as_ref());
+            }
+            reply
+        };
         // Most requests finish on their first poll; nothing can cancel them before that, so
         // they never enter the in-flight table.
         if let Poll::Ready(reply) = poll_once(route.as_mut()).await {
-            return Some(reply);
+            return done(Some(reply));
         }
         if tracked {
             conn.in_flight
@@ -239,7 +266,7 @@ impl Server {
             conn.in_flight.lock().remove(&scope.id);
         }
         drop(running);
-        reply
+        done(reply)
     }
 
     /// The answer to a request over the connection's cap: an `isError` result for a tool
@@ -412,7 +439,7 @@ impl Server {
             ArgsSource::Value(args()),
             &caller.auth,
         );
-        let decision = safe_decide(&**authorizer, &request, self.config().authorizer_timeout).await;
+        let decision = self.decide(&**authorizer, &request).await;
         let (outcome, result) = match &decision {
             Decision::Allow => (AuditOutcome::Served, Ok(())),
             Decision::Deny(reason) => (AuditOutcome::Denied, Err(read_denied(method, reason))),
@@ -428,6 +455,28 @@ impl Server {
         };
         self.audit(&request, &decision, outcome);
         result
+    }
+
+    /// Puts a request to an authorizer (contained, under the authorizer timeout), inside an
+    /// `mcp.authorize` span when telemetry is on.
+    pub(crate) async fn decide(
+        &self,
+        authorizer: &dyn crate::auth::Authorizer,
+        request: &AuthRequest<'_>,
+    ) -> Decision {
+        let timeout = self.config().authorizer_timeout;
+        #[cfg(feature = "otel")]
+        if crate::telemetry::active() {
+            use tracing::Instrument as _;
+            let seam = request.seam().as_str();
+            let span = crate::telemetry::authorize_span(seam, request.name());
+            let decision = safe_decide(authorizer, request, timeout)
+                .instrument(span.clone())
+                .await;
+            crate::telemetry::record_decision(&span, seam, decision.kind());
+            return decision;
+        }
+        safe_decide(authorizer, request, timeout).await
     }
 
     /// Records an authorization decision.

@@ -237,7 +237,7 @@ impl Server {
                 ctx.attach_task(Arc::clone(&live));
                 let fut = Self::task_future(tool, ctx, args);
                 drop(permit);
-                self.spawn_task(Arc::clone(&live), fut, stop, scope.version());
+                self.spawn_task(Arc::clone(&live), tool.name(), fut, stop, scope.version());
                 let record = live.snapshot().await;
                 Err(TaskStarted::Created(Box::new(record)))
             }
@@ -305,7 +305,7 @@ impl Server {
                 };
                 ctx.attach_task(Arc::clone(&live));
                 drop(permit);
-                self.spawn_task(Arc::clone(&live), fut, stop, scope.version());
+                self.spawn_task(Arc::clone(&live), tool.name(), fut, stop, scope.version());
                 let record = live.snapshot().await;
                 Err(TaskStarted::Created(Box::new(record)))
             }
@@ -447,6 +447,7 @@ impl Server {
     fn spawn_task(
         &self,
         live: Arc<LiveTask>,
+        tool: &str,
         fut: TaskFuture,
         stop: CancellationToken,
         version: ProtocolVersion,
@@ -454,7 +455,12 @@ impl Server {
         let server = self.clone();
         let limit = self.config().task_time_limit;
         let tracker = self.inner.tasks.tracker.clone();
-        tracker.spawn(async move {
+        // Made here, inside the request's span: the task's span follows from it.
+        #[cfg(feature = "otel")]
+        let span = crate::telemetry::task_span(live.id(), tool);
+        #[cfg(not(feature = "otel"))]
+        let _ = tool;
+        let run = async move {
             let record = live.snapshot().await;
             let ttl = record.ttl_ms.map_or(limit, Duration::from_millis);
             let limit = limit.min(ttl);
@@ -481,13 +487,25 @@ impl Server {
                 let _ = tokio::time::timeout(WIND_DOWN, fut).await;
             }
             server.inner.tasks.remove(live.id());
-        });
+        };
+        #[cfg(feature = "otel")]
+        let run = tracing::Instrument::instrument(run, span);
+        tracker.spawn(run);
     }
 
     /// Writes a task's end: a result is `completed` (on 2025-11-25 an `isError` one is
     /// `failed`), a JSON-RPC error, a panic, a timeout or a shutdown is `failed`, a cancel
     /// is `cancelled`.
     async fn record_end(&self, live: &LiveTask, ended: Ended, version: ProtocolVersion) {
+        self.write_end(live, ended, version).await;
+        #[cfg(feature = "otel")]
+        crate::telemetry::record_task_end(
+            &tracing::Span::current(),
+            live.snapshot().await.status.as_str(),
+        );
+    }
+
+    async fn write_end(&self, live: &LiveTask, ended: Ended, version: ProtocolVersion) {
         let flavour = live.flavour();
         match ended {
             Ended::Done(Ok(mut result)) => {

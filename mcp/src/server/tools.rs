@@ -172,9 +172,7 @@ impl Server {
                     Some(Decision::deny(reasons::SENSITIVE_TOOL_UNGUARDED))
                 }
                 None => None,
-                Some(a) => {
-                    Some(safe_decide(&**a, &request, self.config().authorizer_timeout).await)
-                }
+                Some(a) => Some(self.decide(&**a, &request).await),
             }
         };
 
