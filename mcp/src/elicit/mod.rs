@@ -74,8 +74,10 @@ pub(crate) async fn request_client<P: Serialize>(
     request_client_as(conn, sink, kind, method, params, timeout, false).await
 }
 
-/// [`request_client_as`], inside an `mcp.client_request` span when telemetry is on.
-async fn traced_request<P: Serialize>(
+/// [`request_client`], marking the request as the authorizer's approval question when
+/// `approval` is set (a replica that closes it for a replica that died denies the call).
+/// With telemetry on, the round trip is an `mcp.client_request` span.
+pub(crate) async fn request_client_as<P: Serialize>(
     conn: &ConnState,
     sink: &Outbound,
     kind: &str,
@@ -93,20 +95,6 @@ async fn traced_request<P: Serialize>(
             .await;
     }
     ask.await
-}
-
-/// [`request_client`], marking the request as the authorizer's approval question when
-/// `approval` is set (a replica that closes it for a replica that died denies the call).
-pub(crate) async fn request_client_as<P: Serialize>(
-    conn: &ConnState,
-    sink: &Outbound,
-    kind: &str,
-    method: &str,
-    params: &P,
-    timeout: Duration,
-    approval: bool,
-) -> Result<Box<RawValue>, ClientRequestError> {
-    traced_request(conn, sink, kind, method, params, timeout, approval).await
 }
 
 /// Parks a request to the client, sends it and waits for its answer.

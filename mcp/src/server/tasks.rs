@@ -647,23 +647,28 @@ impl Server {
             return Ok(record);
         }
         let message = "replica_lost: the replica running this task stopped before it finished";
-        record.status = TaskStatus::Failed;
-        record.error = Some(ErrorObject::internal(message));
-        record.status_message = Some(message.into());
-        record.input_requests.clear();
+        record.end(
+            TaskStatus::Failed,
+            None,
+            Some(ErrorObject::internal(message)),
+            Some(message.into()),
+        );
+        Ok(self.end_in_store(record).await?.0)
+    }
+
+    /// Writes the end of a task no replica here runs. Returns the record as stored and
+    /// whether this write is the one that ended it (someone else's end stands otherwise).
+    async fn end_in_store(
+        &self,
+        mut record: TaskRecord,
+    ) -> Result<(TaskRecord, bool), ErrorObject> {
         record.updated_ms = now_ms().max(record.updated_ms);
-        if !engine.store.update(&record).await.map_err(store_failed)? {
-            // Someone ended it first: theirs stands.
-            if let Some(stored) = engine
-                .store
-                .get(&record.task_id)
-                .await
-                .map_err(store_failed)?
-            {
-                return Ok(stored);
-            }
+        let store = &self.inner.tasks.store;
+        if store.update(&record).await.map_err(store_failed)? {
+            return Ok((record, true));
         }
-        Ok(record)
+        let stored = store.get(&record.task_id).await.map_err(store_failed)?;
+        Ok((stored.unwrap_or(record), false))
     }
 
     /// Checks a `tasks/*` request on 2026-07-28 declared the extension (-32021 if not).
@@ -772,22 +777,16 @@ impl Server {
                 record = live.snapshot().await;
             }
             None => {
-                record.status = TaskStatus::Cancelled;
-                record.status_message = message;
-                record.input_requests.clear();
-                record.updated_ms = now_ms().max(record.updated_ms);
-                let store = &self.inner.tasks.store;
-                if store.update(&record).await.map_err(store_failed)? {
+                record.end(TaskStatus::Cancelled, None, None, message);
+                let (stored, ended_here) = self.end_in_store(record).await?;
+                record = stored;
+                if ended_here {
                     let id = record.task_id.clone();
                     self.route_to_runner(&record, |to| crate::cluster::BusMessage::TaskCancel {
                         to,
                         task_id: id,
                     })
                     .await?;
-                } else if let Some(stored) =
-                    store.get(&record.task_id).await.map_err(store_failed)?
-                {
-                    record = stored;
                 }
             }
         }

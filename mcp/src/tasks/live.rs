@@ -148,15 +148,7 @@ impl LiveTask {
         message: Option<String>,
     ) -> bool {
         let ended = self
-            .transition(|r| {
-                r.status = status;
-                r.result = result;
-                r.error = error;
-                r.input_requests.clear();
-                if message.is_some() {
-                    r.status_message = message;
-                }
-            })
+            .transition(|r| r.end(status, result, error, message))
             .await;
         self.inputs.lock().waiting.clear();
         ended

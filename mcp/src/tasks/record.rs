@@ -105,6 +105,24 @@ impl TaskRecord {
         now_ms >= self.expires_ms()
     }
 
+    /// Makes the record terminal with `status` and what goes with it (a result, an error, a
+    /// message); no question is outstanding any more. The caller stamps the time.
+    pub fn end(
+        &mut self,
+        status: TaskStatus,
+        result: Option<Value>,
+        error: Option<ErrorObject>,
+        message: Option<String>,
+    ) {
+        self.status = status;
+        self.result = result;
+        self.error = error;
+        self.input_requests.clear();
+        if message.is_some() {
+            self.status_message = message;
+        }
+    }
+
     fn common(&self, ttl_key: &str, poll_key: &str) -> Map<String, Value> {
         let mut task = Map::new();
         task.insert("taskId".into(), json!(self.task_id));
