@@ -26,6 +26,7 @@ const OPTIONS: &[&str] = &[
     "escalate_after_ms",
     "meta",
     "allow_unknown_arguments",
+    "trace_content",
 ];
 
 /// The tool-name rule of the specification: 1 to 128 characters of `A-Z a-z 0-9 _ - .`.
@@ -111,6 +112,7 @@ pub fn analyze(attr: TokenStream, func: &mut ItemFn, method: bool) -> syn::Resul
     let (mut read_only, mut destructive, mut idempotent, mut open_world, mut sensitive) =
         (false, false, false, false, false);
     let mut allow_unknown_arguments = false;
+    let mut trace_content = false;
     let mut icons = Vec::new();
     let mut scopes = Vec::new();
     let mut timeout_ms = None;
@@ -135,6 +137,7 @@ pub fn analyze(attr: TokenStream, func: &mut ItemFn, method: bool) -> syn::Resul
             "escalate_after_ms" => escalate_after_ms = opt.u64(&mut errors),
             "meta" => meta = opt.expr(&mut errors),
             "allow_unknown_arguments" => allow_unknown_arguments = opt.flag(&mut errors),
+            "trace_content" => trace_content = opt.flag(&mut errors),
             _ => unknown_option(&opt, Kind::Tool, OPTIONS, &mut errors),
         }
     }
@@ -302,6 +305,7 @@ pub fn analyze(attr: TokenStream, func: &mut ItemFn, method: bool) -> syn::Resul
         (open_world, "open_world"),
         (sensitive, "sensitive"),
         (allow_unknown_arguments, "allow_unknown_arguments"),
+        (trace_content, "trace_content"),
     ] {
         if on {
             let m = format_ident!("{method}");

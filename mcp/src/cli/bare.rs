@@ -76,6 +76,7 @@ pub(super) fn main<S: Into<Setup>>(app: App, server: impl FnOnce() -> S) -> Exit
         addr: ADDRESS,
         state_key: None,
         redis: None,
+        metrics: None,
     };
     match super::run(server().into(), plan) {
         Ok(()) => ExitCode::SUCCESS,

@@ -23,6 +23,7 @@
 //!   --state-key <KEY>        The key itself (at least 32 characters); prefer MCP_STATE_KEY or a file [env: MCP_STATE_KEY]
 //!   --redis-url <URL>        Run as one replica of several, sharing state on this Redis server [env: MCP_REDIS_URL]
 //!   --redis-prefix <PREFIX>  The prefix of this deployment's Redis keys and channels [env: MCP_REDIS_PREFIX=] [default: mcp]
+//!   --metrics-bind <ADDR>    Serve the metrics for a Prometheus scrape at http://ADDR/metrics (the `otel` feature) [env: MCP_METRICS_BIND=]
 //!   -h, --help               Print help (see more with '--help')
 //!   -V, --version            Print version
 //!
@@ -244,6 +245,9 @@ pub(crate) struct Plan {
     addr: SocketAddr,
     state_key: Option<Vec<u8>>,
     redis: Option<(String, String)>,
+    /// Where to serve `/metrics` for a Prometheus scrape (`--metrics-bind`).
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    metrics: Option<SocketAddr>,
 }
 
 /// Starts the runtime the transport wants and serves `setup` on it until it stops. The
@@ -268,7 +272,7 @@ fn run(setup: Setup, plan: Plan) -> Result<(), String> {
         };
         let (server, net) = setup.build(plan.state_key, cluster.clone())?;
         #[cfg(feature = "otel")]
-        let telemetry = otel::start(server.name())?;
+        let telemetry = otel::start(server.name(), plan.metrics).await?;
         // Start-up hooks (and state made at start-up) run before anything is accepted;
         // their error stops the boot. Shutdown hooks run once serving has ended, however it
         // ended.
@@ -279,7 +283,8 @@ fn run(setup: Setup, plan: Plan) -> Result<(), String> {
             cluster.leave().await;
         }
         #[cfg(feature = "otel")]
-        if let Some(telemetry) = telemetry {
+        if let Some((telemetry, scrape)) = telemetry {
+            scrape.cancel();
             // The flush blocks on the exporters: off the runtime's threads.
             let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
         }
@@ -430,6 +435,7 @@ fn init_logging(filter: &str) {
 mod otel {
     use std::sync::OnceLock;
 
+    use tokio_util::sync::CancellationToken;
     use tracing_subscriber::{Registry, reload};
 
     type Slot = Option<Box<dyn tracing_subscriber::Layer<Registry> + Send + Sync>>;
@@ -443,10 +449,14 @@ mod otel {
         layer
     }
 
-    /// Starts export when the environment asks for it, saying so on stderr.
-    pub(super) fn start(service: &str) -> Result<Option<crate::telemetry::Telemetry>, String> {
-        let Some(telemetry) =
-            crate::telemetry::Telemetry::from_env(service).map_err(|e| e.to_string())?
+    /// Starts export when the environment asks for it, and the scrape endpoint when
+    /// `metrics` says where, saying so on stderr. The token stops the endpoint.
+    pub(super) async fn start(
+        service: &str,
+        metrics: Option<std::net::SocketAddr>,
+    ) -> Result<Option<(crate::telemetry::Telemetry, CancellationToken)>, String> {
+        let Some(telemetry) = crate::telemetry::Telemetry::configure(service, metrics.is_some())
+            .map_err(|e| e.to_string())?
         else {
             return Ok(None);
         };
@@ -456,7 +466,18 @@ mod otel {
             let _ = handle.reload(Some(layer));
         }
         tracing::info!(target: "mcp::telemetry", "{}", crate::telemetry::describe_env());
-        Ok(Some(telemetry))
+        let stop = CancellationToken::new();
+        #[cfg(feature = "http")]
+        if let Some(addr) = metrics {
+            let bound = crate::telemetry::serve_metrics(telemetry.clone(), addr, stop.clone())
+                .await
+                .map_err(|e| e.to_string())?;
+            if !bound.ip().is_loopback() {
+                tracing::warn!(target: "mcp::telemetry", %bound, "the /metrics endpoint is reachable beyond this machine and has no authentication of its own");
+            }
+            tracing::info!(target: "mcp::telemetry", "metrics for a Prometheus scrape at http://{bound}/metrics");
+        }
+        Ok(Some((telemetry, stop)))
     }
 }
 

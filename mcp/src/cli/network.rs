@@ -93,6 +93,12 @@ pub struct NetworkOptions {
         default_value = "mcp"
     )]
     pub redis_prefix: String,
+    /// Serve the metrics for a Prometheus scrape at http://ADDR/metrics. Off unless given;
+    /// the endpoint has no authentication of its own, so bind an address only your scraper
+    /// reaches, never the MCP endpoint's.
+    #[cfg(feature = "otel")]
+    #[arg(long, env = "MCP_METRICS_BIND", value_name = "ADDR")]
+    pub metrics_bind: Option<SocketAddr>,
 }
 
 impl NetworkOptions {
@@ -176,7 +182,7 @@ impl NetworkOptions {
             Some(_) => ("port", "--port", "MCP_PORT"),
             None => ("bind", "--bind", "MCP_BIND"),
         };
-        vec![
+        let rows = vec![
             (
                 "bind",
                 format!("\"{}\"", self.address()),
@@ -202,7 +208,19 @@ impl NetworkOptions {
                     http.guard.network_allowed(),
                 ),
             ),
-        ]
+        ];
+        #[cfg(feature = "otel")]
+        let rows = {
+            let mut rows = rows;
+            rows.push((
+                "metrics_bind",
+                self.metrics_bind
+                    .map_or_else(|| "\"off\"".to_owned(), |a| format!("\"{a}\"")),
+                origin("metrics_bind", "--metrics-bind", "MCP_METRICS_BIND", false),
+            ));
+            rows
+        };
+        rows
     }
 }
 

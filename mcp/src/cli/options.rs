@@ -194,6 +194,10 @@ impl Options {
             redis: self.network.cluster(),
             #[cfg(not(feature = "http"))]
             redis: None,
+            #[cfg(all(feature = "http", feature = "otel"))]
+            metrics: self.network.metrics_bind,
+            #[cfg(not(all(feature = "http", feature = "otel")))]
+            metrics: None,
         };
         super::run(setup, plan)
     }

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Bus, BusMessage, Cluster, Deliver, EventStore, NonceStore, ParkedAsk, Replay, SessionChange,
+    Bus, Cluster, Deliver, Envelope, EventStore, NonceStore, ParkedAsk, Replay, SessionChange,
     SessionRecord, SessionStore, StoreResult, StoredEvent, StreamInfo, pos_key,
 };
 
@@ -91,7 +91,7 @@ struct MemSession {
 #[derive(Default)]
 struct MemState {
     sessions: HashMap<String, MemSession>,
-    listeners: HashMap<String, mpsc::UnboundedSender<BusMessage>>,
+    listeners: HashMap<String, mpsc::UnboundedSender<Envelope>>,
     alive: HashMap<String, Instant>,
     dead: HashSet<String>,
     seq: u64,
@@ -394,9 +394,9 @@ impl MemoryBackend {
 }
 
 impl Bus for MemoryBackend {
-    fn publish<'a>(&'a self, message: &'a BusMessage) -> BoxFuture<'a, StoreResult<usize>> {
+    fn publish<'a>(&'a self, message: &'a Envelope) -> BoxFuture<'a, StoreResult<usize>> {
         let state = self.state.lock();
-        let delivered = match message.recipient() {
+        let delivered = match message.message.recipient() {
             Some(to) => state
                 .listeners
                 .get(to)

@@ -168,6 +168,10 @@ pub struct StreamCall {
     pub id: Value,
     /// The tool a `tools/call` names.
     pub tool: Option<String>,
+    /// The W3C `traceparent` of the call's span (with the `otel` feature): a replica that
+    /// resumes the stream links its span to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// A POST answered as an SSE stream, while it runs: who serves it and which calls it
@@ -189,6 +193,10 @@ pub struct ParkedAsk {
     pub stream: u64,
     /// Whether it is the authorizer's approval question (closing it denies the call).
     pub approval: bool,
+    /// The W3C `traceparent` of the span that asked (with the `otel` feature): the replica
+    /// that receives the answer links its span to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// One stored SSE event of a session.
@@ -403,6 +411,20 @@ impl BusMessage {
         }
     }
 
+    /// Its `type`, as it travels.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BusMessage::ListChanged { .. } => "list_changed",
+            BusMessage::ResourceUpdated { .. } => "resource_updated",
+            BusMessage::SessionChanged { .. } => "session_changed",
+            BusMessage::SessionRemoved { .. } => "session_removed",
+            BusMessage::Answer { .. } => "answer",
+            BusMessage::TaskInput { .. } => "task_input",
+            BusMessage::TaskChanged { .. } => "task_changed",
+            BusMessage::TaskCancel { .. } => "task_cancel",
+        }
+    }
+
     /// The replica that sent it, for broadcasts (a replica ignores its own).
     pub fn origin(&self) -> Option<&str> {
         match self {
@@ -418,14 +440,50 @@ impl BusMessage {
     }
 }
 
+/// A bus message as it travels: the message, when it was sent, and the trace context of
+/// the span that sent it. Its JSON is the message's with two optional fields beside `type`,
+/// so a replica that does not know them still reads it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// The message.
+    #[serde(flatten)]
+    pub message: BusMessage,
+    /// When it was published (Unix milliseconds; 0 when unknown): the bus's lag is
+    /// measured from it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sent_at_ms: u64,
+    /// The W3C `traceparent` of the span that published it (with the `otel` feature and
+    /// export on): the receiving replica's span continues that trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Envelope {
+    /// Wraps a message to publish now, from inside the current span.
+    pub fn new(message: BusMessage) -> Self {
+        Envelope {
+            message,
+            sent_at_ms: crate::tasks::clock::now_ms(),
+            #[cfg(feature = "otel")]
+            traceparent: crate::telemetry::current_traceparent(),
+            #[cfg(not(feature = "otel"))]
+            traceparent: None,
+        }
+    }
+}
+
 /// Receives the bus's messages for one replica.
-pub type Deliver = Arc<dyn Fn(BusMessage) + Send + Sync>;
+pub type Deliver = Arc<dyn Fn(Envelope) + Send + Sync>;
 
 /// How replicas talk to each other, and how they tell who is alive.
 pub trait Bus: Send + Sync + 'static {
     /// Sends a message: to every replica, or to its [`recipient`](BusMessage::recipient).
     /// Returns how many replicas received it (0 for a recipient that is not listening).
-    fn publish<'a>(&'a self, message: &'a BusMessage) -> BoxFuture<'a, StoreResult<usize>>;
+    fn publish<'a>(&'a self, message: &'a Envelope) -> BoxFuture<'a, StoreResult<usize>>;
     /// Starts delivering the messages for `replica` (broadcasts and its own) to `deliver`,
     /// in the order they were published, until `stop` is cancelled. Must be called inside
     /// a Tokio runtime.
@@ -580,11 +638,23 @@ impl Cluster {
             return Ok(());
         }
         let weak = Arc::downgrade(&self.inner);
-        let deliver: Deliver = Arc::new(move |message: BusMessage| {
+        let deliver: Deliver = Arc::new(move |envelope: Envelope| {
             let Some(inner) = weak.upgrade() else { return };
-            if message.origin() == Some(inner.replica.as_str()) {
+            if envelope.message.origin() == Some(inner.replica.as_str()) {
                 return;
             }
+            // Handlers run inside a span that continues the sender's trace.
+            #[cfg(feature = "otel")]
+            let span = crate::telemetry::bus_receive_span(&crate::telemetry::Received {
+                kind: envelope.message.kind(),
+                lag_ms: (envelope.sent_at_ms > 0)
+                    .then(|| crate::tasks::clock::now_ms().saturating_sub(envelope.sent_at_ms)),
+                traceparent: envelope.traceparent.as_deref(),
+                replica: &inner.replica,
+            });
+            #[cfg(feature = "otel")]
+            let _entered = span.enter();
+            let message = envelope.message;
             let handlers: Vec<_> = inner
                 .handlers
                 .read()
@@ -638,6 +708,12 @@ impl Cluster {
         }
     }
 
+    /// Publishes a message, stamped with the time and the current span's trace context.
+    /// Returns how many replicas received it.
+    pub async fn publish(&self, message: BusMessage) -> StoreResult<usize> {
+        self.inner.bus.publish(&Envelope::new(message)).await
+    }
+
     /// Publishes a message from a synchronous context (a spawned task; nothing when no
     /// runtime is running). Failures are logged.
     pub(crate) fn publish_detached(&self, message: BusMessage) {
@@ -646,8 +722,10 @@ impl Cluster {
             return;
         };
         let bus = Arc::clone(&self.inner.bus);
+        // Stamped here, in the caller's span, not in the spawned task.
+        let envelope = Envelope::new(message);
         handle.spawn(async move {
-            if let Err(e) = bus.publish(&message).await {
+            if let Err(e) = bus.publish(&envelope).await {
                 tracing::warn!(target: "mcp::cluster", error = %e, "could not publish to the other replicas");
             }
         });

@@ -42,7 +42,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Bus, BusMessage, Cluster, Deliver, EventStore, NonceStore, Owner, ParkedAsk, Replay,
+    Bus, Cluster, Deliver, Envelope, EventStore, NonceStore, Owner, ParkedAsk, Replay,
     SessionChange, SessionRecord, SessionStore, StoreError, StoreResult, StoredEvent, StreamInfo,
     valid_pos,
 };
@@ -190,6 +190,24 @@ impl RedisBackend {
     }
 }
 
+/// A call to Redis as the store's future: inside a span of its own with the `otel`
+/// feature (`operation` is the store's method, `what` the kind of record).
+fn traced<'a, T>(
+    operation: &'static str,
+    what: &'static str,
+    call: impl std::future::Future<Output = T> + Send + 'a,
+) -> BoxFuture<'a, T> {
+    #[cfg(feature = "otel")]
+    {
+        tracing::Instrument::instrument(call, crate::telemetry::store_span(operation, what)).boxed()
+    }
+    #[cfg(not(feature = "otel"))]
+    {
+        let _ = (operation, what);
+        call.boxed()
+    }
+}
+
 fn json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
@@ -229,7 +247,7 @@ impl SessionStore for RedisBackend {
         record: &'a SessionRecord,
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        async move {
+        traced("create", "session", async move {
             let key = self.key(id);
             let mut fields: Vec<(&str, String)> = vec![
                 ("conn", record.conn_id.clone()),
@@ -277,8 +295,7 @@ impl SessionStore for RedisBackend {
             }
             let mut c = self.conn.clone();
             pipe.query_async::<()>(&mut c).await.map_err(err)
-        }
-        .boxed()
+        })
     }
 
     fn load<'a>(
@@ -286,7 +303,7 @@ impl SessionStore for RedisBackend {
         id: &'a str,
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<Option<SessionRecord>>> {
-        async move {
+        traced("load", "session", async move {
             let mut pipe = redis::pipe();
             pipe.cmd("HGETALL")
                 .arg(self.key(id))
@@ -302,12 +319,11 @@ impl SessionStore for RedisBackend {
                 return Ok(None);
             }
             record_from(hash, subs).map(Some)
-        }
-        .boxed()
+        })
     }
 
     fn touch<'a>(&'a self, id: &'a str, ttl: Duration) -> BoxFuture<'a, StoreResult<bool>> {
-        async move {
+        traced("touch", "session", async move {
             let mut pipe = redis::pipe();
             for key in self.all_keys(id) {
                 pipe.cmd("PEXPIRE").arg(key).arg(ms(ttl));
@@ -315,8 +331,7 @@ impl SessionStore for RedisBackend {
             let mut c = self.conn.clone();
             let set: Vec<bool> = pipe.query_async(&mut c).await.map_err(err)?;
             Ok(set.first().copied().unwrap_or(false))
-        }
-        .boxed()
+        })
     }
 
     fn update<'a>(
@@ -324,7 +339,7 @@ impl SessionStore for RedisBackend {
         id: &'a str,
         change: &'a SessionChange,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        async move {
+        traced("update", "session", async move {
             let key = self.key(id);
             match change {
                 SessionChange::Initialized {
@@ -357,12 +372,11 @@ impl SessionStore for RedisBackend {
                 }
             }
             Ok(())
-        }
-        .boxed()
+        })
     }
 
     fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
-        async move {
+        traced("remove", "session", async move {
             let mut c = self.conn.clone();
             let removed: i64 = redis::cmd("DEL")
                 .arg(&self.all_keys(id))
@@ -370,12 +384,11 @@ impl SessionStore for RedisBackend {
                 .await
                 .map_err(err)?;
             Ok(removed > 0)
-        }
-        .boxed()
+        })
     }
 
     fn next_stream<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<u64>> {
-        async move {
+        traced("next_stream", "session", async move {
             let key = self.key(id);
             let n = self
                 .write_if_live(id, &key, "HINCRBY", &["streams", "1"])
@@ -385,8 +398,7 @@ impl SessionStore for RedisBackend {
                 // A session gone mid-request: any number will do, nothing resumes it.
                 _ => u64::MAX,
             })
-        }
-        .boxed()
+        })
     }
 
     fn open_stream<'a>(
@@ -395,13 +407,12 @@ impl SessionStore for RedisBackend {
         stream: u64,
         info: &'a StreamInfo,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        async move {
+        traced("open_stream", "session", async move {
             let field = stream.to_string();
             self.write_if_live(id, &self.sub_key(id, "run"), "HSET", &[&field, &json(info)])
                 .await
                 .map(|_| ())
-        }
-        .boxed()
+        })
     }
 
     fn claim_stream<'a>(
@@ -409,7 +420,7 @@ impl SessionStore for RedisBackend {
         id: &'a str,
         stream: u64,
     ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>> {
-        async move {
+        traced("claim_stream", "session", async move {
             match self
                 .take_field(&self.sub_key(id, "run"), &stream.to_string())
                 .await?
@@ -417,8 +428,7 @@ impl SessionStore for RedisBackend {
                 Some(v) => parse_json(&v, "stream record").map(Some),
                 None => Ok(None),
             }
-        }
-        .boxed()
+        })
     }
 
     fn stream_info<'a>(
@@ -426,7 +436,7 @@ impl SessionStore for RedisBackend {
         id: &'a str,
         stream: u64,
     ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>> {
-        async move {
+        traced("stream_info", "session", async move {
             let mut c = self.conn.clone();
             let v: Option<String> = redis::cmd("HGET")
                 .arg(self.sub_key(id, "run"))
@@ -438,8 +448,7 @@ impl SessionStore for RedisBackend {
                 Some(v) => parse_json(&v, "stream record").map(Some),
                 None => Ok(None),
             }
-        }
-        .boxed()
+        })
     }
 
     fn park<'a>(
@@ -448,7 +457,7 @@ impl SessionStore for RedisBackend {
         request: &'a str,
         ask: &'a ParkedAsk,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        async move {
+        traced("park", "session", async move {
             self.write_if_live(
                 id,
                 &self.sub_key(id, "asks"),
@@ -457,8 +466,7 @@ impl SessionStore for RedisBackend {
             )
             .await
             .map(|_| ())
-        }
-        .boxed()
+        })
     }
 
     fn unpark<'a>(
@@ -466,13 +474,12 @@ impl SessionStore for RedisBackend {
         id: &'a str,
         request: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<ParkedAsk>>> {
-        async move {
+        traced("unpark", "session", async move {
             match self.take_field(&self.sub_key(id, "asks"), request).await? {
                 Some(v) => parse_json(&v, "parked question").map(Some),
                 None => Ok(None),
             }
-        }
-        .boxed()
+        })
     }
 
     fn parked_on<'a>(
@@ -480,7 +487,7 @@ impl SessionStore for RedisBackend {
         id: &'a str,
         stream: u64,
     ) -> BoxFuture<'a, StoreResult<Vec<(String, ParkedAsk)>>> {
-        async move {
+        traced("parked_on", "session", async move {
             let mut c = self.conn.clone();
             let all: HashMap<String, String> = redis::cmd("HGETALL")
                 .arg(self.sub_key(id, "asks"))
@@ -495,8 +502,7 @@ impl SessionStore for RedisBackend {
                 }
             }
             Ok(out)
-        }
-        .boxed()
+        })
     }
 }
 
@@ -508,7 +514,7 @@ impl EventStore for RedisBackend {
         frame: &'a str,
         max: usize,
     ) -> BoxFuture<'a, StoreResult<String>> {
-        async move {
+        traced("append", "events", async move {
             let (max, stream) = (max.max(1).to_string(), stream.to_string());
             let pos = self
                 .write_if_live(
@@ -524,8 +530,7 @@ impl EventStore for RedisBackend {
                 // The session is gone: nothing will resume this stream.
                 _ => "0-0".to_owned(),
             })
-        }
-        .boxed()
+        })
     }
 
     fn finish<'a>(
@@ -534,7 +539,7 @@ impl EventStore for RedisBackend {
         stream: u64,
         max: usize,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        async move {
+        traced("finish", "events", async move {
             let (max, stream) = (max.max(1).to_string(), stream.to_string());
             self.write_if_live(
                 id,
@@ -544,12 +549,11 @@ impl EventStore for RedisBackend {
             )
             .await
             .map(|_| ())
-        }
-        .boxed()
+        })
     }
 
     fn tail<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<String>> {
-        async move {
+        traced("tail", "events", async move {
             let mut c = self.conn.clone();
             let last: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
                 .arg(self.sub_key(id, "ev"))
@@ -564,8 +568,7 @@ impl EventStore for RedisBackend {
                 .into_iter()
                 .next()
                 .map_or_else(|| "0-0".to_owned(), |(pos, _)| pos))
-        }
-        .boxed()
+        })
     }
 
     fn replay<'a>(
@@ -574,7 +577,7 @@ impl EventStore for RedisBackend {
         stream: u64,
         after: &'a str,
     ) -> BoxFuture<'a, StoreResult<Replay>> {
-        async move {
+        traced("replay", "events", async move {
             let start = if valid_pos(after) && after != "0-0" {
                 format!("({after}")
             } else {
@@ -615,8 +618,7 @@ impl EventStore for RedisBackend {
                     .any(|(_, f)| f.get("s") == Some(&wanted) && f.contains_key("end"));
             }
             Ok(replay)
-        }
-        .boxed()
+        })
     }
 }
 
@@ -626,7 +628,7 @@ impl NonceStore for RedisBackend {
         nonce: &'a str,
         expires_at_ms: u64,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        async move {
+        traced("consume", "nonce", async move {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_millis() as u64)
@@ -643,15 +645,14 @@ impl NonceStore for RedisBackend {
                 .await
                 .map_err(err)?;
             Ok(set.is_some())
-        }
-        .boxed()
+        })
     }
 }
 
 impl Bus for RedisBackend {
-    fn publish<'a>(&'a self, message: &'a BusMessage) -> BoxFuture<'a, StoreResult<usize>> {
-        async move {
-            let channel = match message.recipient() {
+    fn publish<'a>(&'a self, message: &'a Envelope) -> BoxFuture<'a, StoreResult<usize>> {
+        traced("publish", "bus", async move {
+            let channel = match message.message.recipient() {
                 Some(to) => self.replica_channel(to),
                 None => self.bus_channel(),
             };
@@ -662,8 +663,7 @@ impl Bus for RedisBackend {
                 .query_async(&mut c)
                 .await
                 .map_err(err)
-        }
-        .boxed()
+        })
     }
 
     fn listen(&self, replica: &str, deliver: Deliver, stop: CancellationToken) -> StoreResult<()> {
@@ -678,7 +678,7 @@ impl Bus for RedisBackend {
                     }
                     let mut messages = pubsub.on_message();
                     while let Some(msg) = messages.next().await {
-                        match serde_json::from_slice::<BusMessage>(msg.get_payload_bytes()) {
+                        match serde_json::from_slice::<Envelope>(msg.get_payload_bytes()) {
                             Ok(m) => deliver(m),
                             Err(e) => {
                                 tracing::warn!(target: "mcp::cluster", error = %e, "ignoring a malformed bus message");
@@ -719,27 +719,25 @@ impl Bus for RedisBackend {
     }
 
     fn is_alive<'a>(&'a self, replica: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
-        async move {
+        traced("is_alive", "bus", async move {
             let mut c = self.conn.clone();
             redis::cmd("EXISTS")
                 .arg(self.alive_key(replica))
                 .query_async(&mut c)
                 .await
                 .map_err(err)
-        }
-        .boxed()
+        })
     }
 
     fn leave<'a>(&'a self, replica: &'a str) -> BoxFuture<'a, StoreResult<()>> {
-        async move {
+        traced("leave", "bus", async move {
             let mut c = self.conn.clone();
             redis::cmd("DEL")
                 .arg(self.alive_key(replica))
                 .query_async::<()>(&mut c)
                 .await
                 .map_err(err)
-        }
-        .boxed()
+        })
     }
 }
 
@@ -798,7 +796,7 @@ impl crate::tasks::TaskStore for RedisBackend {
         limits: crate::tasks::TaskLimits,
     ) -> BoxFuture<'a, StoreResult<crate::tasks::Admission>> {
         use crate::tasks::Admission;
-        async move {
+        traced("create", "task", async move {
             let expires = record
                 .ttl_ms
                 .map(|_| record.expires_ms().to_string())
@@ -824,15 +822,14 @@ impl crate::tasks::TaskStore for RedisBackend {
                 "owner_full" => Admission::OwnerFull,
                 _ => Admission::StoreFull,
             })
-        }
-        .boxed()
+        })
     }
 
     fn get<'a>(
         &'a self,
         task_id: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<crate::tasks::TaskRecord>>> {
-        async move {
+        traced("get", "task", async move {
             let mut c = self.conn.clone();
             let text: Option<String> = redis::cmd("GET")
                 .arg(self.task_key(task_id))
@@ -840,15 +837,14 @@ impl crate::tasks::TaskStore for RedisBackend {
                 .await
                 .map_err(err)?;
             text.map(|t| parse_json(&t, "task")).transpose()
-        }
-        .boxed()
+        })
     }
 
     fn update<'a>(
         &'a self,
         record: &'a crate::tasks::TaskRecord,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        async move {
+        traced("update", "task", async move {
             let mut c = self.conn.clone();
             let written: i64 = redis::cmd("EVAL")
                 .arg(TASK_UPDATE)
@@ -859,15 +855,14 @@ impl crate::tasks::TaskStore for RedisBackend {
                 .await
                 .map_err(err)?;
             Ok(written == 1)
-        }
-        .boxed()
+        })
     }
 
     fn list<'a>(
         &'a self,
         owner: &'a str,
     ) -> BoxFuture<'a, StoreResult<Vec<crate::tasks::TaskRecord>>> {
-        async move {
+        traced("list", "task", async move {
             let mut c = self.conn.clone();
             let ids: Vec<String> = redis::cmd("ZRANGEBYSCORE")
                 .arg(self.task_owner_index(owner))
@@ -893,7 +888,6 @@ impl crate::tasks::TaskStore for RedisBackend {
             records.retain(|r| r.owner == owner);
             records.sort_by(|a, b| (a.created_ms, &a.task_id).cmp(&(b.created_ms, &b.task_id)));
             Ok(records)
-        }
-        .boxed()
+        })
     }
 }

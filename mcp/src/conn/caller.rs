@@ -118,6 +118,13 @@ pub struct HttpHeaders {
     entries: Vec<(String, String)>,
 }
 
+#[cfg(feature = "otel")]
+impl crate::telemetry::HeaderSource for HttpHeaders {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.get(name)
+    }
+}
+
 impl HttpHeaders {
     /// Headers from name/value pairs (names are lower-cased).
     pub fn new(entries: impl IntoIterator<Item = (String, String)>) -> Self {

@@ -17,6 +17,9 @@ pub(crate) struct Pending {
     approvals: HashSet<String>,
     closed: bool,
     max: usize,
+    /// How many are parked, as the `mcp.server.client_requests.parked` gauge sees it.
+    #[cfg(feature = "otel")]
+    gauge: crate::telemetry::Gauge,
 }
 
 /// Why a request to the client could not be parked.
@@ -35,6 +38,8 @@ impl Pending {
             approvals: HashSet::new(),
             closed: false,
             max,
+            #[cfg(feature = "otel")]
+            gauge: crate::telemetry::Gauge::new(crate::telemetry::Counted::Parked),
         }
     }
 
@@ -52,6 +57,7 @@ impl Pending {
             return Err(ParkRefused::Full);
         }
         self.waiting.insert(id, tx);
+        self.measure();
         Ok(())
     }
 
@@ -71,7 +77,17 @@ impl Pending {
     /// Takes the waiter for `id`: whoever takes it closes the request, exactly once.
     pub(crate) fn take(&mut self, id: &str) -> Option<oneshot::Sender<ClientReply>> {
         self.approvals.remove(id);
-        self.waiting.remove(id)
+        let taken = self.waiting.remove(id);
+        if taken.is_some() {
+            self.measure();
+        }
+        taken
+    }
+
+    /// Tells the gauge how many are parked.
+    fn measure(&self) {
+        #[cfg(feature = "otel")]
+        self.gauge.set(self.waiting.len());
     }
 
     /// Whether nothing is parked.
@@ -90,5 +106,6 @@ impl Pending {
         self.closed = true;
         self.waiting.clear();
         self.approvals.clear();
+        self.measure();
     }
 }

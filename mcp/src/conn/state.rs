@@ -52,6 +52,10 @@ pub(crate) struct ConnState {
     pub(crate) session: RwLock<Negotiated>,
     pub(crate) subscriptions: Mutex<HashSet<String>>,
     pub(crate) in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// The `traceparent` of each traced request still running (the `otel` feature): a
+    /// replica that resumes the stream carrying it links to its span.
+    #[cfg(feature = "otel")]
+    pub(crate) traces: Mutex<HashMap<RequestId, String>>,
     /// Requests running handlers now (bounded by `max_requests_per_connection`).
     pub(crate) running: AtomicUsize,
     pub(crate) pending: Mutex<Pending>,
@@ -136,6 +140,8 @@ impl ConnState {
             session: RwLock::new(Negotiated::default()),
             subscriptions: Mutex::new(HashSet::new()),
             in_flight: Mutex::new(HashMap::new()),
+            #[cfg(feature = "otel")]
+            traces: Mutex::new(HashMap::new()),
             running: AtomicUsize::new(0),
             pending: Mutex::new(Pending::new(max_pending)),
             closed: CancellationToken::new(),

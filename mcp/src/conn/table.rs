@@ -37,6 +37,9 @@ pub(crate) struct ConnTable {
     default_transport: Transport,
     hook: Option<EventHook>,
     on_end: Option<super::SessionEndHook>,
+    /// The table's size, as the `mcp.server.sessions.active` gauge sees it.
+    #[cfg(feature = "otel")]
+    gauge: crate::telemetry::Gauge,
 }
 
 impl ConnTable {
@@ -56,6 +59,8 @@ impl ConnTable {
             default_transport,
             hook,
             on_end,
+            #[cfg(feature = "otel")]
+            gauge: crate::telemetry::Gauge::new(crate::telemetry::Counted::Sessions),
         }
     }
 
@@ -193,6 +198,8 @@ impl ConnTable {
         if matches && let Some(state) = map.remove(id) {
             state.close();
         }
+        #[cfg(feature = "otel")]
+        self.gauge.set(map.len());
     }
 
     fn insert_bounded(&self, map: &mut HashMap<ConnId, Arc<ConnState>>, state: Arc<ConnState>) {
@@ -219,6 +226,8 @@ impl ConnTable {
             }
         }
         map.insert(state.id.clone(), state);
+        #[cfg(feature = "otel")]
+        self.gauge.set(map.len());
     }
 }
 

@@ -128,7 +128,15 @@ async fn ask_client<P: Serialize>(
     // However the wait ends (answer, timeout, or this future being dropped because the
     // request that asked was cancelled or ran out of time), the entry goes with it.
     let _parked = Parked { conn, id: &id };
-    let frame = encode_request(&RequestId::from(id.as_str()), method, params);
+    let request_id = RequestId::from(id.as_str());
+    // With telemetry on, the question carries its span's trace context in `_meta`.
+    #[cfg(feature = "otel")]
+    let frame = match crate::telemetry::params_with_trace(params) {
+        Some(traced) => encode_request(&request_id, method, &traced),
+        None => encode_request(&request_id, method, params),
+    };
+    #[cfg(not(feature = "otel"))]
+    let frame = encode_request(&request_id, method, params);
     if !sink.send(frame).await {
         conn.pending.lock().take(&id);
         return Err(ClientRequestError::Disconnected);

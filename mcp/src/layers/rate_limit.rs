@@ -150,6 +150,8 @@ impl Layer for RateLimit {
             Ok(()) => next.run(req),
             Err(wait) => {
                 let ms = wait.as_millis().max(1) as u64;
+                #[cfg(feature = "otel")]
+                crate::telemetry::count_refusal(req.method().name());
                 tracing::info!(target: "mcp::layers", subject = req.principal().map_or("", |p| p.subject.as_str()), conn_id = %req.conn_id(), method = req.method().name(), retry_after_ms = ms, "rate limited");
                 let message = format!(
                     "rate_limited: too many requests from this caller; retry after {ms} ms"

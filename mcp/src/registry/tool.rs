@@ -57,6 +57,8 @@ pub struct ToolDef {
     pub(crate) task_support: crate::tasks::TaskSupport,
     /// When a 2026-07-28 call becomes a task.
     pub(crate) task_policy: crate::tasks::TaskPolicy,
+    /// Whether its arguments and result go on its request's span (the `otel` feature).
+    pub(crate) trace_content: bool,
 }
 
 /// Decodes the JSON text of a call's arguments as a typed tool's handler would.
@@ -121,6 +123,7 @@ impl ToolDef {
             layers: Vec::new(),
             task_support: crate::tasks::TaskSupport::Forbidden,
             task_policy: crate::tasks::TaskPolicy::Always,
+            trace_content: false,
         }
     }
 
@@ -366,6 +369,15 @@ impl ToolDef {
     /// [`TaskPolicy::Always`](crate::tasks::TaskPolicy::Always)).
     pub fn task_policy(mut self, policy: crate::tasks::TaskPolicy) -> Self {
         self.task_policy = policy;
+        self
+    }
+
+    /// Records this tool's arguments and result on its request's span
+    /// (`gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`) when OpenTelemetry is on
+    /// (the `otel` feature). Off by default, and for good reason: both may hold anything a
+    /// user typed. Opt in only for tools whose inputs and outputs are not personal.
+    pub fn trace_content(mut self) -> Self {
+        self.trace_content = true;
         self
     }
 

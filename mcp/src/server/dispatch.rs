@@ -221,11 +221,18 @@ impl Server {
             params: params.as_deref(),
             id: &scope.id,
             version: scope.version(),
-            transport: conn.transport,
+            network_transport: match conn.transport {
+                crate::conn::Transport::Stdio => "pipe",
+                _ => "tcp",
+            },
             session: (scope.caller.stateless.is_none()
                 && conn.transport != crate::conn::Transport::Stdio)
                 .then(|| conn.id.as_str()),
-            headers: scope.caller.headers.as_deref(),
+            headers: scope
+                .caller
+                .headers
+                .as_deref()
+                .map(|h| h as &dyn crate::telemetry::HeaderSource),
         });
         let mut route = std::pin::pin!(self.route(&scope, spec.method, params.as_deref()));
         // Polled inside the request's span, when there is one; the future is not moved.
@@ -248,6 +255,13 @@ impl Server {
         if let Poll::Ready(reply) = poll_once(route.as_mut()).await {
             return done(Some(reply));
         }
+        // A request still running may be resumed on another replica: its span's context
+        // is kept for that one to link to.
+        #[cfg(feature = "otel")]
+        let traceparent = span
+            .as_ref()
+            .and_then(crate::telemetry::traceparent_of)
+            .map(|tp| conn.traces.lock().insert(scope.id.clone(), tp));
         if tracked {
             conn.in_flight
                 .lock()
@@ -264,6 +278,10 @@ impl Server {
         };
         if tracked {
             conn.in_flight.lock().remove(&scope.id);
+        }
+        #[cfg(feature = "otel")]
+        if traceparent.is_some() {
+            conn.traces.lock().remove(&scope.id);
         }
         drop(running);
         done(reply)

@@ -737,8 +737,7 @@ impl Server {
             return Ok(());
         };
         let received = cluster
-            .bus()
-            .publish(&message(replica.clone()))
+            .publish(message(replica.clone()))
             .await
             .map_err(store_failed)?;
         if received == 0 {

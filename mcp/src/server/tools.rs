@@ -11,7 +11,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::compat;
-use super::dispatch::{Outcome, Scope, parse_params, progress_token, run_handler};
+use super::dispatch::{Failure, Outcome, Scope, parse_params, progress_token, run_handler};
 use super::stateless::args_digest;
 use super::tasks::{TaskPlan, TaskStarted};
 use super::{Reply, Server};
@@ -439,12 +439,30 @@ impl Server {
         };
         let ctx = scope.ctx(self, token, mrtr.clone());
         let timeout = tool.timeout.unwrap_or(self.config().call_timeout);
-        match run_handler(mrtr.as_ref(), timeout, || tool.handler.call(ctx, args)).await {
-            Ok(outcome) => outcome,
-            Err(failure) => Outcome::Done(CallToolResult::error(
-                failure.to_error("tool").message.into_owned(),
-            )),
+        // Only for a tool whose author opted in (arguments and results can be personal),
+        // and apart from the path every other call takes.
+        #[cfg(feature = "otel")]
+        if tool.trace_content && crate::telemetry::tracing_on() {
+            let arguments = Arc::<str>::from(args.raw_json());
+            let ran = run_handler(mrtr.as_ref(), timeout, || tool.handler.call(ctx, args)).await;
+            let outcome = tool_outcome(ran);
+            if let Outcome::Done(result) = &outcome {
+                crate::telemetry::record_tool_content(&arguments, result);
+            }
+            return outcome;
         }
+        tool_outcome(run_handler(mrtr.as_ref(), timeout, || tool.handler.call(ctx, args)).await)
+    }
+}
+
+/// A handler's outcome, its failure (a panic, a timeout) as an `isError` result naming only
+/// the kind of failure.
+fn tool_outcome(ran: Result<Outcome<CallToolResult>, Failure>) -> Outcome<CallToolResult> {
+    match ran {
+        Ok(outcome) => outcome,
+        Err(failure) => Outcome::Done(CallToolResult::error(
+            failure.to_error("tool").message.into_owned(),
+        )),
     }
 }
 

@@ -53,6 +53,20 @@ pub(crate) struct LiveTask {
 /// What is told of a task's changes.
 pub(crate) type Observer = Arc<dyn Fn(&TaskRecord) + Send + Sync>;
 
+/// A status as the `mcp.server.tasks.active` gauge counts it: only while running.
+#[cfg(feature = "otel")]
+fn running(status: TaskStatus) -> Option<&'static str> {
+    (!status.is_terminal()).then(|| status.as_str())
+}
+
+/// A task dropped before it ended (its server went away) stops counting as running.
+#[cfg(feature = "otel")]
+impl Drop for LiveTask {
+    fn drop(&mut self) {
+        crate::telemetry::task_moved(running(*self.status.borrow()), None);
+    }
+}
+
 impl LiveTask {
     /// A live task whose handler stops when `stop` fires (the token its `Ctx` watches).
     pub(crate) fn new(
@@ -61,6 +75,8 @@ impl LiveTask {
         stop: CancellationToken,
     ) -> Arc<LiveTask> {
         let (status, _) = watch::channel(record.status);
+        #[cfg(feature = "otel")]
+        crate::telemetry::task_moved(None, running(record.status));
         Arc::new(LiveTask {
             id: record.task_id.clone(),
             flavour: record.flavour,
@@ -131,7 +147,9 @@ impl LiveTask {
                 tracing::warn!(target: "mcp::tasks", task = %self.id, error = %e, "could not store a task's change");
             }
         }
-        self.status.send_replace(record.status);
+        let _before = self.status.send_replace(record.status);
+        #[cfg(feature = "otel")]
+        crate::telemetry::task_moved(running(_before), running(record.status));
         let observer = self.observer.lock().clone();
         if let Some(observer) = observer {
             observer(&record);

@@ -50,7 +50,7 @@
 //! `tasks/update` and `tasks/cancel` reach the replica running the task over the bus, and
 //! a task whose replica died is ended `failed`, saying so.
 
-mod clock;
+pub(crate) mod clock;
 pub(crate) mod live;
 mod record;
 mod store;

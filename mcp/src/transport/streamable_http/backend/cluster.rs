@@ -433,7 +433,7 @@ pub(crate) async fn save_changes(session: &Session, shared: &Shared, before: Sna
                 session: session.id.to_string(),
                 change,
             };
-            if let Err(e) = shared.cluster.bus().publish(&message).await {
+            if let Err(e) = shared.cluster.publish(message).await {
                 tracing::warn!(target: "mcp::cluster", error = %e, "could not tell the other replicas about a session change");
             }
         }
@@ -475,6 +475,10 @@ pub(crate) async fn publish(
             replica: shared.cluster.replica_id().to_owned(),
             stream,
             approval: session.conn.state().pending.lock().is_approval(&id),
+            #[cfg(feature = "otel")]
+            traceparent: crate::telemetry::traceparent_of_frame(frame),
+            #[cfg(not(feature = "otel"))]
+            traceparent: None,
         };
         match shared.cluster.sessions().park(&session.id, &id, &ask).await {
             Ok(()) => parked.push(id),
@@ -563,6 +567,7 @@ pub(crate) fn calls_of(requests: &[Message]) -> Vec<StreamCall> {
                             .map(|n| n.name)
                     })
                     .flatten(),
+                traceparent: None,
             }),
             _ => None,
         })
@@ -608,6 +613,16 @@ impl ClusterLog {
 impl StreamLog for ClusterLog {
     fn open(&mut self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
+            // The calls' spans exist by now: a replica that resumes the stream links to them.
+            #[cfg(feature = "otel")]
+            {
+                let traces = self.session.conn.state().traces.lock();
+                for call in &mut self.calls {
+                    call.traceparent = serde_json::from_value::<RequestId>(call.id.clone())
+                        .ok()
+                        .and_then(|id| traces.get(&id).cloned());
+                }
+            }
             let id = open_stream(
                 &self.session,
                 &self.shared,
@@ -742,12 +757,23 @@ pub(crate) async fn route_answer(session: &Session, shared: &Shared, message: Me
         Ok(result) => encode_result(&response.id, result),
         Err(error) => encode_error(Some(&response.id), error),
     };
+    // Published inside a span linked to the question's on the replica that asked: the
+    // bus message carries this span's context, and that replica continues it.
     let message = BusMessage::Answer {
         to: ask.replica.clone(),
         session: session.id.to_string(),
         frame,
     };
-    let delivered = match shared.cluster.bus().publish(&message).await {
+    let published = shared.cluster.publish(message);
+    #[cfg(feature = "otel")]
+    let published = tracing::Instrument::instrument(
+        published,
+        crate::telemetry::answer_route_span(
+            ask.traceparent.as_deref(),
+            shared.cluster.replica_id(),
+        ),
+    );
+    let delivered = match published.await {
         Ok(n) => {
             n > 0
                 && shared
@@ -908,11 +934,22 @@ pub(crate) async fn resume(
         )));
     }
     let (tx, rx) = mpsc::channel(LIVE_CAPACITY + replay.events.len());
+    #[cfg(feature = "otel")]
+    let span = crate::telemetry::stream_resume_span(
+        running
+            .iter()
+            .flat_map(|info| &info.calls)
+            .filter_map(|c| c.traceparent.as_deref()),
+        shared.cluster.replica_id(),
+    );
     let session = Arc::clone(session);
     let shared = Arc::clone(shared);
-    tokio::spawn(async move {
+    let followed = async move {
         follow(&session, &shared, stream, after, replay, tx).await;
-    });
+    };
+    #[cfg(feature = "otel")]
+    let followed = tracing::Instrument::instrument(followed, span);
+    tokio::spawn(followed);
     Ok(rx)
 }
 
@@ -995,7 +1032,7 @@ async fn remove(table: &SessionTable, shared: &Shared, id: &str) -> Result<(), S
         origin: shared.cluster.replica_id().to_owned(),
         session: id.to_owned(),
     };
-    if let Err(e) = shared.cluster.bus().publish(&message).await {
+    if let Err(e) = shared.cluster.publish(message).await {
         tracing::warn!(target: "mcp::cluster", error = %e, "could not tell the other replicas a session ended; their copies end on next use");
     }
     table.remove(id);
