@@ -102,6 +102,9 @@ pub mod auth;
 pub mod cli;
 pub mod cluster;
 mod conn;
+#[cfg(feature = "oauth")]
+#[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
+pub mod connect;
 pub mod context;
 pub mod elicit;
 pub mod extract;

@@ -51,6 +51,11 @@ impl HttpTestServer {
         HttpTestServer { addr, shutdown }
     }
 
+    /// A server the test bound itself (to know its address before building it).
+    pub fn adopt(addr: SocketAddr, shutdown: CancellationToken) -> Self {
+        HttpTestServer { addr, shutdown }
+    }
+
     /// `http://127.0.0.1:<port><path>`.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)

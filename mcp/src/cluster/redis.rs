@@ -64,7 +64,8 @@ pub struct RedisBackend {
     prefix: Arc<str>,
 }
 
-fn err(e: redis::RedisError) -> StoreError {
+/// A Redis error as a store error.
+pub(crate) fn err(e: redis::RedisError) -> StoreError {
     StoreError(format!("redis: {e}"))
 }
 
@@ -192,7 +193,7 @@ impl RedisBackend {
 
 /// A call to Redis as the store's future: inside a span of its own with the `otel`
 /// feature (`operation` is the store's method, `what` the kind of record).
-fn traced<'a, T>(
+pub(crate) fn traced<'a, T>(
     operation: &'static str,
     what: &'static str,
     call: impl std::future::Future<Output = T> + Send + 'a,
@@ -208,11 +209,11 @@ fn traced<'a, T>(
     }
 }
 
-fn json<T: serde::Serialize>(value: &T) -> String {
+pub(crate) fn json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-fn parse_json<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> StoreResult<T> {
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> StoreResult<T> {
     serde_json::from_str(text).map_err(|e| StoreError(format!("malformed {what} in redis: {e}")))
 }
 
@@ -776,6 +777,17 @@ return 1
 "#;
 
 impl RedisBackend {
+    /// A connection for a command (cheap: a handle on the shared multiplexed one), for the
+    /// stores of other modules that keep their records here.
+    pub(crate) fn connection(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
+    /// `<prefix>:<rest>`: a key of this deployment.
+    pub(crate) fn prefixed(&self, rest: &str) -> String {
+        format!("{}:{rest}", self.prefix)
+    }
+
     fn task_key(&self, id: &str) -> String {
         format!("{}:t:{id}", self.prefix)
     }

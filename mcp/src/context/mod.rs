@@ -28,8 +28,9 @@ use crate::protocol::inbound::StatelessMeta;
 use crate::protocol::jsonrpc::encode_notification;
 use crate::protocol::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitAction,
-    ElicitResult, InputRequest, ListRootsResult, LoggingLevel, LoggingMessageParams,
-    ProgressParams, ProgressToken, ProtocolVersion, RequestId, ResourceContents, Root, methods,
+    ElicitResult, ElicitUrlParams, InputRequest, ListRootsResult, LoggingLevel,
+    LoggingMessageParams, ProgressParams, ProgressToken, ProtocolVersion, RequestId,
+    ResourceContents, Root, methods,
 };
 use crate::tasks::{LiveTask, TaskFlavour};
 
@@ -92,6 +93,24 @@ impl Caller {
     /// they can.
     pub(crate) fn cannot_elicit(&self) -> Option<&'static str> {
         let capable = self.capabilities().is_some_and(|c| c.can_elicit_form());
+        self.cannot_ask(capable)
+    }
+
+    /// Why the human behind this caller cannot be sent a URL-mode elicitation (the client
+    /// must declare `elicitation.url`, and the revision must have URL mode); `None` when
+    /// they can.
+    pub(crate) fn cannot_elicit_url(&self) -> Option<&'static str> {
+        let capable = self.capabilities().is_some_and(|c| c.can_elicit_url());
+        if !capable {
+            return Some("the client did not declare URL-mode elicitation (elicitation.url)");
+        }
+        if self.stateless.is_none() && self.version < ProtocolVersion::V2025_11_25 {
+            return Some("the session's protocol revision predates URL-mode elicitation");
+        }
+        self.cannot_ask(true)
+    }
+
+    fn cannot_ask(&self, capable: bool) -> Option<&'static str> {
         match &self.stateless {
             Some(_) if capable => None,
             Some(_) => Some("the request did not declare the elicitation capability"),
@@ -136,6 +155,7 @@ enum AskFor {
         /// `None`: generated from the answer type.
         schema: Option<Value>,
     },
+    ElicitUrl(ElicitUrlParams),
     Sample(CreateMessageRequestParams),
     Roots,
 }
@@ -180,6 +200,20 @@ impl<'c, R: AskAnswer> Ask<'c, R> {
                     "elicit",
                     methods::ELICITATION_CREATE,
                     json!({"message": message, "requestedSchema": schema}),
+                )
+            }
+            AskFor::ElicitUrl(mut params) => {
+                if !ctx.can_elicit_url() {
+                    return Err(ClientRequestError::NotSupported);
+                }
+                // The elicitation id is the handshake era's; 2026-07-28 correlates by key.
+                if ctx.inner.caller.stateless.is_some() {
+                    params.elicitation_id = None;
+                }
+                (
+                    "elicit_url",
+                    methods::ELICITATION_CREATE,
+                    serde_json::to_value(&params).unwrap_or_default(),
                 )
             }
             AskFor::Sample(params) => {
@@ -284,6 +318,59 @@ pub enum Elicitation<T> {
     Declined,
     /// The human dismissed the request.
     Cancelled,
+}
+
+/// The answer to a URL-mode elicitation: whether the human agreed to open the URL (not
+/// whether the flow behind it finished; that is learnt out of band).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UrlConsent {
+    /// The human agreed to open the URL.
+    Accepted,
+    /// The human declined.
+    Declined,
+    /// The human dismissed the request.
+    Cancelled,
+}
+
+impl AskAnswer for UrlConsent {
+    type Raw = ElicitResult;
+
+    fn from_answer(raw: ElicitResult) -> Result<Self, ClientRequestError> {
+        Ok(match raw.action {
+            ElicitAction::Accept => UrlConsent::Accepted,
+            ElicitAction::Decline => UrlConsent::Declined,
+            ElicitAction::Cancel => UrlConsent::Cancelled,
+        })
+    }
+}
+
+/// Tells the client that started a URL-mode elicitation that its flow finished
+/// (`notifications/elicitation/complete`, 2025-11-25): made by
+/// [`Ctx::elicitation_completion`], kept by whatever sees the flow finish (a route of your
+/// server), sent once.
+#[derive(Clone, Debug)]
+pub struct ElicitationCompletion {
+    sink: Outbound,
+    elicitation_id: String,
+}
+
+impl ElicitationCompletion {
+    /// The elicitation it completes.
+    pub fn elicitation_id(&self) -> &str {
+        &self.elicitation_id
+    }
+
+    /// Sends the notification, if the client's channel is still open; returns whether it
+    /// was queued.
+    pub fn send(&self) -> bool {
+        let params = crate::protocol::ElicitationCompleteParams {
+            elicitation_id: self.elicitation_id.clone(),
+        };
+        self.sink.try_send(encode_notification(
+            methods::ELICITATION_COMPLETE,
+            Some(&params),
+        ))
+    }
 }
 
 /// A client capability a handler may require.
@@ -562,6 +649,55 @@ impl Ctx {
                 schema: None,
             },
         )
+    }
+
+    /// Whether the client can be sent a URL-mode elicitation (it declared
+    /// `elicitation.url`, and on the handshake era this request can carry a request to it).
+    pub fn can_elicit_url(&self) -> bool {
+        match self.inner.task.get().map(|t| t.flavour()) {
+            // A 2025-11-25 task asks on whichever stream waits on it.
+            Some(TaskFlavour::Core) => self
+                .client_capabilities()
+                .is_some_and(|c| c.can_elicit_url()),
+            _ => self.inner.caller.cannot_elicit_url().is_none(),
+        }
+    }
+
+    /// Asks the human to open `url` (URL-mode elicitation) for an out-of-band flow, such as
+    /// signing in to a third party, whose data never passes through the client or the
+    /// model. The answer says whether they agreed to open it; whether the flow finished is
+    /// for your server to learn (see [`crate::connect`], which does all of it). On
+    /// 2025-11-25 it is an `elicitation/create` with `mode: "url"` and `elicitation_id`
+    /// (random and unique: the client treats it as opaque), sent only to a client that declared `elicitation.url`; on 2026-07-28 it is a URL
+    /// request among the input-required result's `inputRequests`. Put no credential or
+    /// personal data in `url`.
+    pub fn elicit_url(
+        &self,
+        message: &str,
+        url: &str,
+        elicitation_id: &str,
+    ) -> Ask<'_, UrlConsent> {
+        Ask::new(
+            self,
+            AskFor::ElicitUrl(ElicitUrlParams::new(
+                message,
+                url,
+                Some(elicitation_id.to_owned()),
+            )),
+        )
+    }
+
+    /// A handle that tells this client, later and from anywhere, that the URL-mode
+    /// elicitation `elicitation_id` finished (2025-11-25; `None` on 2026-07-28, where the
+    /// client learns it by retrying, and when this request has no channel to the client).
+    pub fn elicitation_completion(&self, elicitation_id: &str) -> Option<ElicitationCompletion> {
+        if self.inner.caller.stateless.is_some() {
+            return None;
+        }
+        Some(ElicitationCompletion {
+            sink: self.inner.caller.sink.clone()?,
+            elicitation_id: elicitation_id.to_owned(),
+        })
     }
 
     /// Asks the client's model for a completion (`sampling/createMessage`).

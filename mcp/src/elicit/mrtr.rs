@@ -95,6 +95,13 @@ impl Mrtr {
         std::future::pending().await
     }
 
+    /// Records an ask without suspending anything (the handler already ended): the
+    /// request ends with an input-required result listing it.
+    pub(crate) fn record_ask(&self, key: String, request: InputRequest) {
+        self.used.lock().remove(&key);
+        self.asked.lock().insert(key, request);
+    }
+
     /// Records a capability the request needs but did not declare, and suspends the
     /// handler: the request will fail with -32021.
     pub(crate) async fn require<T>(&self, capabilities: Value) -> T {

@@ -60,6 +60,31 @@ pub struct ElicitUrlParams {
     pub elicitation_id: Option<String>,
 }
 
+impl ElicitUrlParams {
+    /// A URL-mode elicitation: `message` says why, `url` is where to go;
+    /// `elicitation_id` names it on 2025-11-25 (absent on 2026-07-28).
+    pub fn new(
+        message: impl Into<String>,
+        url: impl Into<String>,
+        elicitation_id: Option<String>,
+    ) -> Self {
+        ElicitUrlParams {
+            mode: UrlMode::Url,
+            message: message.into(),
+            url: url.into(),
+            elicitation_id,
+        }
+    }
+}
+
+/// `notifications/elicitation/complete` params (2025-11-25).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElicitationCompleteParams {
+    /// The URL-mode elicitation whose flow finished.
+    pub elicitation_id: String,
+}
+
 /// What the human did with an elicitation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -147,6 +147,9 @@ pub mod codes {
     pub const MISSING_CLIENT_CAPABILITY: i32 = -32021;
     /// The requested protocol version is not supported (2026-07-28).
     pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32022;
+    /// The request cannot proceed until the URL-mode elicitations in `data.elicitations`
+    /// are completed (2025-11-25; never sent on 2026-07-28).
+    pub const URL_ELICITATION_REQUIRED: i32 = -32042;
     /// A read-seam authorization deny. Chosen outside the SDK-reserved -32000..-32002 so
     /// clients do not mistake it for a retryable condition.
     pub const AUTHORIZATION_REQUIRED: i32 = -32090;

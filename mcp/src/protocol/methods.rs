@@ -50,6 +50,9 @@ pub const TASKS_NOTIFICATION: &str = "notifications/tasks";
 pub const TASKS_STATUS: &str = "notifications/tasks/status";
 /// `elicitation/create` (server to client).
 pub const ELICITATION_CREATE: &str = "elicitation/create";
+/// `notifications/elicitation/complete` (2025-11-25, server to client): a URL-mode
+/// elicitation's out-of-band flow finished.
+pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 /// `sampling/createMessage` (server to client).
 pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
 /// `roots/list` (server to client).

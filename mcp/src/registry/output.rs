@@ -213,6 +213,23 @@ impl ProtocolError {
     pub fn invalid_params(message: impl Into<String>) -> Self {
         Self::new(crate::protocol::codes::INVALID_PARAMS, message)
     }
+
+    /// -32042 (2025-11-25): the call cannot proceed until the human completes these
+    /// URL-mode elicitations (each with its `elicitationId`); the client presents them and
+    /// retries. On 2026-07-28, where -32042 does not exist, a tool call that fails with it
+    /// ends instead with an input-required result asking for the same URLs.
+    pub fn url_elicitation_required(
+        message: impl Into<String>,
+        elicitations: Vec<crate::protocol::ElicitUrlParams>,
+    ) -> Self {
+        ProtocolError(
+            crate::protocol::ErrorObject::new(
+                crate::protocol::codes::URL_ELICITATION_REQUIRED,
+                message.into(),
+            )
+            .with_data(serde_json::json!({ "elicitations": elicitations })),
+        )
+    }
 }
 
 impl IntoToolFailure for ProtocolError {

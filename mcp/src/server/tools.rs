@@ -348,6 +348,16 @@ impl Server {
             self.audit(call.request, d, outcome);
         }
         if let Some(error) = result.failure.take() {
+            // -32042 does not exist on 2026-07-28: the URLs it names are asked for in an
+            // input-required result instead.
+            if let (Some(m), Some(b)) = (call.mrtr, call.binding)
+                && let Some(asks) = url_asks(&error)
+            {
+                for (key, request) in asks {
+                    m.record_ask(key, request);
+                }
+                return Ok(self.input_required(scope, m, b));
+            }
             return Err(*error);
         }
         Ok(self.tool_reply(scope, result))
@@ -453,6 +463,36 @@ impl Server {
         }
         tool_outcome(run_handler(mrtr.as_ref(), timeout, || tool.handler.call(ctx, args)).await)
     }
+}
+
+/// The URL-mode elicitations of a -32042 error, as 2026-07-28 input requests (keyed by
+/// their elicitation ids, which the wire of that revision does not carry).
+fn url_asks(error: &ErrorObject) -> Option<Vec<(String, crate::protocol::InputRequest)>> {
+    if error.code != crate::protocol::codes::URL_ELICITATION_REQUIRED {
+        return None;
+    }
+    #[derive(Deserialize)]
+    struct Data {
+        elicitations: Vec<crate::protocol::ElicitUrlParams>,
+    }
+    let data: Data = serde_json::from_value(error.data.clone()?).ok()?;
+    let asks = data
+        .elicitations
+        .into_iter()
+        .enumerate()
+        .map(|(n, mut e)| {
+            let key = match e.elicitation_id.take() {
+                Some(id) => format!("url-{id}"),
+                None => format!("url-{}", n + 1),
+            };
+            let request = crate::protocol::InputRequest {
+                method: methods::ELICITATION_CREATE.to_owned(),
+                params: serde_json::to_value(&e).unwrap_or_default(),
+            };
+            (key, request)
+        })
+        .collect();
+    Some(asks)
 }
 
 /// A handler's outcome, its failure (a panic, a timeout) as an `isError` result naming only

@@ -25,6 +25,9 @@
 //! # }
 //! ```
 
+#[cfg(feature = "oauth")]
+pub mod third_party;
+
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;

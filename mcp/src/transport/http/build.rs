@@ -68,6 +68,8 @@ pub(crate) fn build(
         .max_body_bytes
         .unwrap_or(server.config().max_message_size);
     let bearer = config.bearer.clone().map(Arc::new);
+    #[cfg(feature = "oauth")]
+    let connect = config.connect.as_ref().map(crate::connect::Connect::routes);
     if let Some(cluster) = server.cluster()
         && tokio::runtime::Handle::try_current().is_ok()
         && let Err(e) = cluster.start()
@@ -102,6 +104,11 @@ pub(crate) fn build(
             metadata = metadata.route(&path, get(oauth::metadata_handler));
         }
         mcp = mcp.merge(metadata.with_state(Arc::clone(auth)));
+    }
+    // After the bearer layer: a browser opening a link carries no token.
+    #[cfg(feature = "oauth")]
+    if let Some(routes) = connect {
+        mcp = mcp.merge(routes);
     }
     if tokio::runtime::Handle::try_current().is_ok() {
         // Built inside a runtime (the usual case): watch for shutdown from the start.

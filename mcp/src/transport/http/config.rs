@@ -49,6 +49,9 @@ pub struct HttpConfig {
     pub(crate) sse_path: String,
     pub(crate) messages_path: String,
     pub(crate) bearer: Option<BearerAuth>,
+    /// Third-party sign-in's browser routes (the `oauth` feature).
+    #[cfg(feature = "oauth")]
+    pub(crate) connect: Option<crate::connect::Connect>,
     pub(crate) guard: BootGuard,
     pub(crate) shutdown: CancellationToken,
     pub(crate) shutdown_grace: Duration,
@@ -110,6 +113,8 @@ impl Default for HttpConfig {
             sse_path: "/sse".to_owned(),
             messages_path: "/messages".to_owned(),
             bearer: None,
+            #[cfg(feature = "oauth")]
+            connect: None,
             guard: BootGuard::default(),
             shutdown: CancellationToken::new(),
             shutdown_grace: Duration::from_secs(5),
@@ -258,6 +263,16 @@ impl HttpConfig {
     /// (OAuth 2.1 resource server).
     pub fn bearer_auth(mut self, auth: BearerAuth) -> Self {
         self.bearer = Some(auth);
+        self
+    }
+
+    /// Serves the browser routes of third-party sign-in (`/connect/...`, see
+    /// [`crate::connect`]) beside the MCP endpoint. They take no bearer token (a browser
+    /// has none): they learn who opened a link from the `Connect`'s own
+    /// [`BrowserIdentity`](crate::connect::BrowserIdentity).
+    #[cfg(feature = "oauth")]
+    pub fn connect(mut self, connect: crate::connect::Connect) -> Self {
+        self.connect = Some(connect);
         self
     }
 

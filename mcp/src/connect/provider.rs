@@ -1,0 +1,252 @@
+//! The third parties users connect to: where to send the browser, and how to turn the
+//! code it brings back into tokens, server-side.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+/// A third party's tokens for one user, kept server-side.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenSet {
+    access_token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    refresh_token: Option<String>,
+    /// When the access token expires (Unix seconds), if the third party said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    scope: Option<String>,
+}
+
+impl std::fmt::Debug for TokenSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Tokens never reach a log.
+        f.debug_struct("TokenSet")
+            .field("access_token", &"<redacted>")
+            .field(
+                "refresh_token",
+                &self.refresh_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("expires_at", &self.expires_at)
+            .field("scope", &self.scope)
+            .finish()
+    }
+}
+
+impl TokenSet {
+    /// Tokens from their parts (`expires_in`: the access token's lifetime, as OAuth token
+    /// responses give it).
+    pub fn new(
+        access_token: impl Into<String>,
+        refresh_token: Option<String>,
+        expires_in: Option<Duration>,
+        scope: Option<String>,
+    ) -> Self {
+        TokenSet {
+            access_token: access_token.into(),
+            refresh_token,
+            expires_at: expires_in.map(|d| unix_now() + d.as_secs()),
+            scope,
+        }
+    }
+
+    /// The access token, to call the third party's API with.
+    pub fn access_token(&self) -> &str {
+        &self.access_token
+    }
+
+    /// The refresh token, if the third party issued one.
+    pub fn refresh_token(&self) -> Option<&str> {
+        self.refresh_token.as_deref()
+    }
+
+    /// The scopes granted, as the third party listed them.
+    pub fn scope(&self) -> Option<&str> {
+        self.scope.as_deref()
+    }
+
+    /// Whether the access token has expired (with 30 s to spare).
+    pub fn expired(&self) -> bool {
+        self.expires_at.is_some_and(|at| at <= unix_now() + 30)
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A third party, as the connect route drives it: an OAuth 2.1 authorization-code flow
+/// with PKCE, or anything shaped like one.
+pub trait Provider: Send + Sync + 'static {
+    /// Where to send the browser: the third party's authorization page, carrying `state`,
+    /// the PKCE `challenge` (S256) and `redirect_uri`.
+    fn authorize_url(&self, state: &str, challenge: &str, redirect_uri: &str) -> String;
+
+    /// Exchanges the `code` the browser brought back for tokens (server to server, with
+    /// the PKCE `verifier`).
+    fn exchange<'a>(
+        &'a self,
+        code: &'a str,
+        verifier: &'a str,
+        redirect_uri: &'a str,
+    ) -> BoxFuture<'a, Result<TokenSet, String>>;
+}
+
+/// A standard OAuth 2.1 authorization server: the authorization and token endpoints, a
+/// client id and (for a confidential client) its secret.
+#[derive(Clone)]
+pub struct OAuthProvider {
+    authorize_endpoint: String,
+    token_endpoint: String,
+    client_id: String,
+    client_secret: Option<String>,
+    scopes: Vec<String>,
+    http: reqwest::Client,
+}
+
+impl std::fmt::Debug for OAuthProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthProvider")
+            .field("authorize_endpoint", &self.authorize_endpoint)
+            .field("token_endpoint", &self.token_endpoint)
+            .field("client_id", &self.client_id)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The most a token response may be.
+const MAX_TOKEN_RESPONSE: usize = 64 * 1024;
+
+impl OAuthProvider {
+    /// A provider with these endpoints and this client id (a public client until
+    /// [`client_secret`](Self::client_secret)).
+    pub fn new(
+        authorize_endpoint: impl Into<String>,
+        token_endpoint: impl Into<String>,
+        client_id: impl Into<String>,
+    ) -> Self {
+        OAuthProvider {
+            authorize_endpoint: authorize_endpoint.into(),
+            token_endpoint: token_endpoint.into(),
+            client_id: client_id.into(),
+            client_secret: None,
+            scopes: Vec::new(),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(15))
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The client secret (sent with HTTP Basic authentication to the token endpoint).
+    pub fn client_secret(mut self, secret: impl Into<String>) -> Self {
+        self.client_secret = Some(secret.into());
+        self
+    }
+
+    /// The scopes to ask for.
+    pub fn scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+#[derive(Deserialize)]
+struct TokenResponse {
+    access_token: String,
+    #[serde(default)]
+    refresh_token: Option<String>,
+    #[serde(default)]
+    expires_in: Option<u64>,
+    #[serde(default)]
+    scope: Option<String>,
+}
+
+impl Provider for OAuthProvider {
+    fn authorize_url(&self, state: &str, challenge: &str, redirect_uri: &str) -> String {
+        use super::pages::url_encode as enc;
+        let sep = if self.authorize_endpoint.contains('?') {
+            '&'
+        } else {
+            '?'
+        };
+        let mut url = format!(
+            "{}{sep}response_type=code&client_id={}&redirect_uri={}&state={}&code_challenge={}&code_challenge_method=S256",
+            self.authorize_endpoint,
+            enc(&self.client_id),
+            enc(redirect_uri),
+            enc(state),
+            enc(challenge),
+        );
+        if !self.scopes.is_empty() {
+            url.push_str("&scope=");
+            url.push_str(&enc(&self.scopes.join(" ")));
+        }
+        url
+    }
+
+    fn exchange<'a>(
+        &'a self,
+        code: &'a str,
+        verifier: &'a str,
+        redirect_uri: &'a str,
+    ) -> BoxFuture<'a, Result<TokenSet, String>> {
+        Box::pin(async move {
+            let mut form = vec![
+                ("grant_type", "authorization_code"),
+                ("code", code),
+                ("redirect_uri", redirect_uri),
+                ("code_verifier", verifier),
+            ];
+            if self.client_secret.is_none() {
+                form.push(("client_id", &self.client_id));
+            }
+            let body = form
+                .iter()
+                .map(|(k, v)| format!("{k}={}", super::pages::url_encode(v)))
+                .collect::<Vec<_>>()
+                .join("&");
+            let mut request = self
+                .http
+                .post(&self.token_endpoint)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .header("accept", "application/json")
+                .body(body);
+            if let Some(secret) = &self.client_secret {
+                request = request.basic_auth(&self.client_id, Some(secret));
+            }
+            let response = request
+                .send()
+                .await
+                .map_err(|e| format!("the token endpoint did not answer: {e}"))?;
+            let status = response.status();
+            let bytes = response
+                .bytes()
+                .await
+                .map_err(|e| format!("the token endpoint's answer was cut short: {e}"))?;
+            if bytes.len() > MAX_TOKEN_RESPONSE {
+                return Err("the token endpoint's answer is too large".to_owned());
+            }
+            if !status.is_success() {
+                return Err(format!("the token endpoint refused the code ({status})"));
+            }
+            let parsed: TokenResponse = serde_json::from_slice(&bytes)
+                .map_err(|e| format!("the token endpoint's answer is not a token response: {e}"))?;
+            Ok(TokenSet::new(
+                parsed.access_token,
+                parsed.refresh_token,
+                parsed.expires_in.map(Duration::from_secs),
+                parsed.scope,
+            ))
+        })
+    }
+}
