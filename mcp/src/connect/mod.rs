@@ -211,7 +211,12 @@ impl Connect {
                 None => Err(ConnectError::NotFinished),
             };
         }
-        let wait = self.inner.wait.unwrap_or(self.inner.link_ttl);
+        // Within the call's own time limit, so the model hears why rather than a timeout.
+        let wait = self
+            .inner
+            .wait
+            .unwrap_or(self.inner.link_ttl)
+            .min(ctx.call_timeout().saturating_sub(Duration::from_secs(2)));
         // `Some`: the flow ended (with tokens or not); `None`: it is still going.
         let ended = tokio::select! {
             ended = done => Some(ended.unwrap_or(false)),
@@ -309,7 +314,9 @@ impl ConnectBuilder {
         self
     }
 
-    /// How long a 2025-11-25 call waits for the user to finish (default: the link's ttl).
+    /// How long a 2025-11-25 call waits for the user to finish (default: the link's ttl),
+    /// within the call timeout either way (a sign-in slower than that is better served by
+    /// [`answer_url_required`](Self::answer_url_required): nothing waits).
     pub fn wait(mut self, wait: Duration) -> Self {
         self.wait = Some(wait);
         self
