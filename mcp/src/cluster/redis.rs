@@ -779,11 +779,13 @@ return 1
 impl RedisBackend {
     /// A connection for a command (cheap: a handle on the shared multiplexed one), for the
     /// stores of other modules that keep their records here.
+    #[cfg(feature = "oauth")]
     pub(crate) fn connection(&self) -> ConnectionManager {
         self.conn.clone()
     }
 
     /// `<prefix>:<rest>`: a key of this deployment.
+    #[cfg(feature = "oauth")]
     pub(crate) fn prefixed(&self, rest: &str) -> String {
         format!("{}:{rest}", self.prefix)
     }
