@@ -4,6 +4,7 @@
 
 pub mod gate;
 pub mod http;
+pub mod idp;
 pub mod pipe;
 pub mod process;
 pub mod redis;

@@ -6,6 +6,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+use crate::auth::bearer::FetchOptions;
+use crate::auth::bearer::fetch::Fetcher;
+
 /// A third party's tokens for one user, kept server-side.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenSet {
@@ -96,7 +99,10 @@ pub trait Provider: Send + Sync + 'static {
 }
 
 /// A standard OAuth 2.1 authorization server: the authorization and token endpoints, a
-/// client id and (for a confidential client) its secret.
+/// client id and (for a confidential client) its secret. The code is exchanged over HTTPS
+/// only (the same bounded client as the resource server's verifiers: system roots, no
+/// redirects, a timeout and a response cap; see
+/// [`FetchOptions`](crate::auth::bearer::FetchOptions)).
 #[derive(Clone)]
 pub struct OAuthProvider {
     authorize_endpoint: String,
@@ -104,7 +110,7 @@ pub struct OAuthProvider {
     client_id: String,
     client_secret: Option<String>,
     scopes: Vec<String>,
-    http: reqwest::Client,
+    fetcher: Result<Fetcher, String>,
 }
 
 impl std::fmt::Debug for OAuthProvider {
@@ -117,9 +123,6 @@ impl std::fmt::Debug for OAuthProvider {
             .finish_non_exhaustive()
     }
 }
-
-/// The most a token response may be.
-const MAX_TOKEN_RESPONSE: usize = 64 * 1024;
 
 impl OAuthProvider {
     /// A provider with these endpoints and this client id (a public client until
@@ -135,11 +138,7 @@ impl OAuthProvider {
             client_id: client_id.into(),
             client_secret: None,
             scopes: Vec::new(),
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(15))
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .unwrap_or_default(),
+            fetcher: Fetcher::new(&FetchOptions::new()).map_err(|e| e.to_string()),
         }
     }
 
@@ -156,6 +155,13 @@ impl OAuthProvider {
         S: Into<String>,
     {
         self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// How the token endpoint is reached (timeout, response cap, extra roots, plain http
+    /// to a loopback test server).
+    pub fn fetch_options(mut self, options: &FetchOptions) -> Self {
+        self.fetcher = Fetcher::new(options).map_err(|e| e.to_string());
         self
     }
 }
@@ -201,6 +207,10 @@ impl Provider for OAuthProvider {
         redirect_uri: &'a str,
     ) -> BoxFuture<'a, Result<TokenSet, String>> {
         Box::pin(async move {
+            let fetcher = self.fetcher.as_ref().map_err(Clone::clone)?;
+            let url = fetcher
+                .check_url(&self.token_endpoint, "token endpoint")
+                .map_err(|e| e.to_string())?;
             let mut form = vec![
                 ("grant_type", "authorization_code"),
                 ("code", code),
@@ -215,31 +225,36 @@ impl Provider for OAuthProvider {
                 .map(|(k, v)| format!("{k}={}", super::pages::url_encode(v)))
                 .collect::<Vec<_>>()
                 .join("&");
-            let mut request = self
-                .http
-                .post(&self.token_endpoint)
-                .header("content-type", "application/x-www-form-urlencoded")
-                .header("accept", "application/json")
-                .body(body);
-            if let Some(secret) = &self.client_secret {
-                request = request.basic_auth(&self.client_id, Some(secret));
-            }
-            let response = request
-                .send()
+            let authorization = match &self.client_secret {
+                Some(secret) => {
+                    use base64::Engine as _;
+                    let pair = format!(
+                        "{}:{}",
+                        super::pages::url_encode(&self.client_id),
+                        super::pages::url_encode(secret)
+                    );
+                    let value = format!(
+                        "Basic {}",
+                        base64::engine::general_purpose::STANDARD.encode(pair)
+                    );
+                    Some(
+                        axum::http::HeaderValue::from_str(&value)
+                            .map_err(|_| "the client credentials are not a header".to_owned())?,
+                    )
+                }
+                None => None,
+            };
+            let fetched = fetcher
+                .post_form(&url, body, authorization)
                 .await
-                .map_err(|e| format!("the token endpoint did not answer: {e}"))?;
-            let status = response.status();
-            let bytes = response
-                .bytes()
-                .await
-                .map_err(|e| format!("the token endpoint's answer was cut short: {e}"))?;
-            if bytes.len() > MAX_TOKEN_RESPONSE {
-                return Err("the token endpoint's answer is too large".to_owned());
+                .map_err(|e| e.to_string())?;
+            if !fetched.status.is_success() {
+                return Err(format!(
+                    "the token endpoint refused the code ({})",
+                    fetched.status
+                ));
             }
-            if !status.is_success() {
-                return Err(format!("the token endpoint refused the code ({status})"));
-            }
-            let parsed: TokenResponse = serde_json::from_slice(&bytes)
+            let parsed: TokenResponse = serde_json::from_slice(&fetched.body)
                 .map_err(|e| format!("the token endpoint's answer is not a token response: {e}"))?;
             Ok(TokenSet::new(
                 parsed.access_token,

@@ -79,6 +79,8 @@ impl MockProvider {
         )
         .client_secret(CLIENT_SECRET)
         .scopes(["repo:read"])
+        // It serves plain http on loopback: allowed for it alone.
+        .fetch_options(&crate::auth::bearer::FetchOptions::new().allow_http_loopback())
     }
 
     /// How many access tokens it issued.

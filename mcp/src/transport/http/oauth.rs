@@ -77,12 +77,16 @@ impl fmt::Debug for BearerAuth {
 impl BearerAuth {
     /// Bearer authentication with `verifier`, for the resource `resource`: this server's
     /// canonical URI (e.g. `https://mcp.example.com/mcp`), which tokens must name as their
-    /// audience. Add at least one authorization server.
+    /// audience. The verifier's issuer ([`TokenVerifier::issuer`]: `JwtVerifier`,
+    /// `JwksVerifier` and an `IntrospectionVerifier` with an issuer have one) is the
+    /// metadata's first authorization server; add others (or the only one, for a verifier
+    /// without an issuer) with [`authorization_server`](Self::authorization_server).
     pub fn new(verifier: impl TokenVerifier, resource: impl Into<String>) -> Self {
+        let authorization_servers = verifier.issuer().map(str::to_owned).into_iter().collect();
         BearerAuth {
             verifier: Arc::new(verifier),
             resource: resource.into(),
-            authorization_servers: Vec::new(),
+            authorization_servers,
             scopes_supported: Vec::new(),
             required_scopes: Vec::new(),
             resource_name: None,
@@ -90,13 +94,17 @@ impl BearerAuth {
         }
     }
 
-    /// Adds an authorization server (its issuer URL) that issues tokens for this resource.
+    /// Adds an authorization server (its issuer URL) that issues tokens for this resource
+    /// (once: the verifier's own issuer is listed already).
     pub fn authorization_server(mut self, issuer: impl Into<String>) -> Self {
-        self.authorization_servers.push(issuer.into());
+        let issuer = issuer.into();
+        if !self.authorization_servers.contains(&issuer) {
+            self.authorization_servers.push(issuer);
+        }
         self
     }
 
-    /// The scopes advertised in the metadata.
+    /// The scopes advertised in the metadata (without it, the required scopes are).
     pub fn scopes_supported<I, S>(mut self, scopes: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -146,7 +154,15 @@ impl BearerAuth {
         format!("{origin}{METADATA_PATH}{}", metadata_suffix(path))
     }
 
-    /// The Protected Resource Metadata document.
+    /// The authorization servers the metadata lists.
+    pub fn authorization_servers(&self) -> &[String] {
+        &self.authorization_servers
+    }
+
+    /// The Protected Resource Metadata document (RFC 9728): the resource, its
+    /// authorization servers, the scopes (those set with
+    /// [`scopes_supported`](Self::scopes_supported), else the required ones), the bearer
+    /// methods (the header only), and the name and documentation when set.
     pub fn metadata(&self) -> Value {
         let mut doc = json!({
             "resource": self.resource,
@@ -155,6 +171,8 @@ impl BearerAuth {
         });
         if !self.scopes_supported.is_empty() {
             doc["scopes_supported"] = json!(self.scopes_supported);
+        } else if !self.required_scopes.is_empty() {
+            doc["scopes_supported"] = json!(self.required_scopes);
         }
         if let Some(name) = &self.resource_name {
             doc["resource_name"] = json!(name);
@@ -196,7 +214,7 @@ impl BearerAuth {
         }
         if self.authorization_servers.is_empty() {
             return Err(
-                "bearer auth needs at least one authorization server (BearerAuth::authorization_server)"
+                "bearer auth needs at least one authorization server: a verifier that names its issuer, or BearerAuth::authorization_server"
                     .into(),
             );
         }
