@@ -146,20 +146,21 @@ async fn a_rotated_key_is_accepted_after_one_refresh_and_the_withdrawn_one_is_dr
 #[tokio::test]
 async fn a_flood_of_unknown_key_ids_costs_the_provider_one_fetch_per_interval() {
     let idp = Idp::start().await;
-    let v = jwks(&idp)
-        .refresh_interval(Duration::from_secs(2))
-        .build()
-        .unwrap();
-    // Signed before the clock starts: RSA signing in a debug build on a loaded machine
-    // takes longer than the interval.
+    let interval = Duration::from_secs(3);
+    let v = jwks(&idp).refresh_interval(interval).build().unwrap();
+    // Signed before the clock starts (signing is slow in debug builds; verifying a token
+    // with an unknown kid does no signature work).
     let claims = idp.claims("mallory", RESOURCE, "mcp:use");
     let flood: Vec<String> = (0..200)
-        .map(|i| idp.sign_as("rsa-1", &format!("random-{i}"), &claims))
+        .map(|i| idp.sign_as("ed-1", &format!("random-{i}"), &claims))
         .collect();
     let second: Vec<String> = (0..50)
-        .map(|i| idp.sign_as("rsa-1", &format!("again-{i}"), &claims))
+        .map(|i| idp.sign_as("ed-1", &format!("again-{i}"), &claims))
         .collect();
+    let good = token(&idp, "ec-1");
+
     v.fetch_keys().await.unwrap();
+    let started = std::time::Instant::now();
     assert_eq!(idp.count(Kind::Jwks), 1);
     let mut tasks = Vec::new();
     for t in flood {
@@ -169,18 +170,21 @@ async fn a_flood_of_unknown_key_ids_costs_the_provider_one_fetch_per_interval() 
     for t in tasks {
         assert!(matches!(t.await.unwrap(), Err(TokenError::Invalid(_))));
     }
+    assert!(
+        started.elapsed() < interval,
+        "the flood outlasted the interval"
+    );
     // fetch_keys counts as the interval's fetch: the whole flood within the interval
     // reaches the provider not once.
-    let after_flood = idp.count(Kind::Jwks);
-    assert_eq!(after_flood, 1, "{after_flood} fetches for 200 unknown kids");
+    assert_eq!(idp.count(Kind::Jwks), 1, "fetches for 200 unknown kids");
     // Good tokens are unaffected.
-    v.verify_token(&token(&idp, "ec-1")).await.unwrap();
+    v.verify_token(&good).await.unwrap();
     // After the interval, one more fetch is allowed, and only one.
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    tokio::time::sleep(interval + Duration::from_millis(100)).await;
     for t in &second {
         assert!(v.verify_token(t).await.is_err());
     }
-    assert_eq!(idp.count(Kind::Jwks), after_flood + 1);
+    assert_eq!(idp.count(Kind::Jwks), 2);
 }
 
 #[tokio::test]
@@ -214,7 +218,7 @@ async fn stale_keys_verify_while_the_provider_is_down_within_the_bound_then_fail
     idp.set_jwks_cache_control(Some("max-age=1"));
     let v = jwks(&idp)
         .cache_ttl_bounds(Duration::from_secs(1), Duration::from_secs(60))
-        .refresh_interval(Duration::from_millis(300))
+        .refresh_interval(Duration::from_secs(1))
         .max_stale(Duration::from_secs(2))
         .build()
         .unwrap();
@@ -240,7 +244,7 @@ async fn stale_keys_verify_while_the_provider_is_down_within_the_bound_then_fail
     }
     // The provider comes back: the next attempt (after the interval) recovers.
     idp.set_outage(Outage::None);
-    tokio::time::sleep(Duration::from_millis(350)).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     v.verify_token(&t).await.unwrap();
 }
 
