@@ -198,11 +198,10 @@ impl BrowserIdentity for SignedCookie {
 
     fn sign_in_url(&self, return_to: &str) -> Option<String> {
         let page = self.sign_in.as_ref()?;
-        let sep = if page.contains('?') { '&' } else { '?' };
-        Some(format!(
-            "{page}{sep}return_to={}",
-            super::pages::url_encode(return_to)
-        ))
+        let query = form_urlencoded::Serializer::new(String::new())
+            .append_pair("return_to", return_to)
+            .finish();
+        Some(super::provider::with_query(page, &query))
     }
 }
 

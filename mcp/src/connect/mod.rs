@@ -64,7 +64,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use identity::{BrowserIdentity, BrowserUser, SignedCookie, identity_fn};
-pub(crate) use pages::{form_decode, url_encode};
+pub(crate) use provider::with_query;
 pub use provider::{OAuthProvider, Provider, TokenSet};
 pub use store::{MemoryTokenStore, TokenStore};
 

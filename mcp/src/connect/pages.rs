@@ -77,79 +77,15 @@ fn escape(text: &str) -> String {
     out
 }
 
-/// Percent-encodes everything but the unreserved characters (RFC 3986).
-pub(crate) fn url_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-/// Decodes `application/x-www-form-urlencoded` text (`+` is a space; a bad escape is kept
-/// as it stands).
-pub(crate) fn form_decode(text: &str) -> std::collections::HashMap<String, String> {
-    text.split('&')
-        .filter(|pair| !pair.is_empty())
-        .map(|pair| {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (url_decode(k), url_decode(v))
-        })
-        .collect()
-}
-
-fn url_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                let hex = text
-                    .get(i + 1..i + 3)
-                    .filter(|h| h.bytes().all(|c| c.is_ascii_hexdigit()))
-                    .and_then(|h| u8::from_str_radix(h, 16).ok());
-                match hex {
-                    Some(b) => {
-                        out.push(b);
-                        i += 2;
-                    }
-                    None => out.push(b'%'),
-                }
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn text_is_escaped_and_urls_encoded() {
+    fn text_is_escaped() {
         assert_eq!(
             escape(r#"<a href="x">'&'"#),
             "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;"
-        );
-        assert_eq!(url_encode("a b/c?d=é"), "a%20b%2Fc%3Fd%3D%C3%A9");
-        let form = form_decode("code=a%2Bb&state=x+y&bad=%zz&end=%4");
-        assert_eq!(form["code"], "a+b");
-        assert_eq!(form["state"], "x y");
-        assert_eq!(form["bad"], "%zz");
-        assert_eq!(form["end"], "%4");
-        assert_eq!(
-            form_decode(&format!("v={}", url_encode("é &=")))
-                .get("v")
-                .map(String::as_str),
-            Some("é &=")
         );
     }
 }

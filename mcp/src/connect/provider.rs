@@ -7,7 +7,13 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use crate::auth::bearer::FetchOptions;
-use crate::auth::bearer::fetch::Fetcher;
+use crate::auth::bearer::fetch::{Fetcher, basic_authorization};
+
+/// `url` with `query` appended (after its own query, if it has one).
+pub(crate) fn with_query(url: &str, query: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}{query}")
+}
 
 /// A third party's tokens for one user, kept server-side.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -179,25 +185,18 @@ struct TokenResponse {
 
 impl Provider for OAuthProvider {
     fn authorize_url(&self, state: &str, challenge: &str, redirect_uri: &str) -> String {
-        use super::pages::url_encode as enc;
-        let sep = if self.authorize_endpoint.contains('?') {
-            '&'
-        } else {
-            '?'
-        };
-        let mut url = format!(
-            "{}{sep}response_type=code&client_id={}&redirect_uri={}&state={}&code_challenge={}&code_challenge_method=S256",
-            self.authorize_endpoint,
-            enc(&self.client_id),
-            enc(redirect_uri),
-            enc(state),
-            enc(challenge),
-        );
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        query
+            .append_pair("response_type", "code")
+            .append_pair("client_id", &self.client_id)
+            .append_pair("redirect_uri", redirect_uri)
+            .append_pair("state", state)
+            .append_pair("code_challenge", challenge)
+            .append_pair("code_challenge_method", "S256");
         if !self.scopes.is_empty() {
-            url.push_str("&scope=");
-            url.push_str(&enc(&self.scopes.join(" ")));
+            query.append_pair("scope", &self.scopes.join(" "));
         }
-        url
+        with_query(&self.authorize_endpoint, &query.finish())
     }
 
     fn exchange<'a>(
@@ -211,38 +210,23 @@ impl Provider for OAuthProvider {
             let url = fetcher
                 .check_url(&self.token_endpoint, "token endpoint")
                 .map_err(|e| e.to_string())?;
-            let mut form = vec![
-                ("grant_type", "authorization_code"),
-                ("code", code),
-                ("redirect_uri", redirect_uri),
-                ("code_verifier", verifier),
-            ];
-            if self.client_secret.is_none() {
-                form.push(("client_id", &self.client_id));
-            }
-            let body = form
-                .iter()
-                .map(|(k, v)| format!("{k}={}", super::pages::url_encode(v)))
-                .collect::<Vec<_>>()
-                .join("&");
-            let authorization = match &self.client_secret {
-                Some(secret) => {
-                    use base64::Engine as _;
-                    let pair = format!(
-                        "{}:{}",
-                        super::pages::url_encode(&self.client_id),
-                        super::pages::url_encode(secret)
-                    );
-                    let value = format!(
-                        "Basic {}",
-                        base64::engine::general_purpose::STANDARD.encode(pair)
-                    );
-                    Some(
-                        axum::http::HeaderValue::from_str(&value)
-                            .map_err(|_| "the client credentials are not a header".to_owned())?,
-                    )
-                }
-                None => None,
+            // Built apart: the serializer is not `Send`, and must not live across the await.
+            let (body, authorization) = {
+                let mut form = form_urlencoded::Serializer::new(String::new());
+                form.append_pair("grant_type", "authorization_code")
+                    .append_pair("code", code)
+                    .append_pair("redirect_uri", redirect_uri)
+                    .append_pair("code_verifier", verifier);
+                let authorization = match &self.client_secret {
+                    Some(secret) => Some(
+                        basic_authorization(&self.client_id, secret).map_err(|e| e.to_string())?,
+                    ),
+                    None => {
+                        form.append_pair("client_id", &self.client_id);
+                        None
+                    }
+                };
+                (form.finish(), authorization)
             };
             let fetched = fetcher
                 .post_form(&url, body, authorization)

@@ -120,16 +120,23 @@ async fn authorize(
         return plain(StatusCode::BAD_REQUEST, "invalid authorization request");
     }
     let back = |params: String| {
-        let to = format!("{}?{params}", get("redirect_uri"));
+        let to = crate::connect::with_query(get("redirect_uri"), &params);
         let mut r = StatusCode::FOUND.into_response();
         if let Ok(v) = to.parse() {
             r.headers_mut().insert(header::LOCATION, v);
         }
         r
     };
-    let enc = crate::connect::url_encode;
+    let query = |pairs: &[(&str, &str)]| {
+        form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(pairs)
+            .finish()
+    };
     if state.refuse.load(Ordering::SeqCst) {
-        return back(format!("error=access_denied&state={}", enc(get("state"))));
+        return back(query(&[
+            ("error", "access_denied"),
+            ("state", get("state")),
+        ]));
     }
     let code = crate::util::random_token(16);
     state.codes.lock().insert(
@@ -139,13 +146,15 @@ async fn authorize(
             redirect_uri: get("redirect_uri").to_owned(),
         },
     );
-    back(format!("code={}&state={}", enc(&code), enc(get("state"))))
+    back(query(&[("code", &code), ("state", get("state"))]))
 }
 
 /// The token endpoint: a code once, for the client that proves its secret and the
 /// verifier of the code's challenge.
 async fn token(State(state): State<Arc<Shared>>, headers: HeaderMap, body: String) -> Response {
-    let form: HashMap<String, String> = crate::connect::form_decode(&body);
+    let form: HashMap<String, String> = form_urlencoded::parse(body.as_bytes())
+        .into_owned()
+        .collect();
     let get = |k: &str| form.get(k).map(String::as_str).unwrap_or_default();
     let expected = format!(
         "Basic {}",

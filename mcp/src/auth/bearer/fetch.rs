@@ -335,6 +335,19 @@ impl Fetcher {
     }
 }
 
+/// `client_secret_basic` (RFC 6749 §2.3.1): each part form-encoded, then Basic-encoded.
+pub(crate) fn basic_authorization(
+    client_id: &str,
+    secret: &str,
+) -> Result<HeaderValue, ProviderError> {
+    use base64::Engine as _;
+    let id: String = form_urlencoded::byte_serialize(client_id.as_bytes()).collect();
+    let secret: String = form_urlencoded::byte_serialize(secret.as_bytes()).collect();
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
+    HeaderValue::from_str(&format!("Basic {encoded}"))
+        .map_err(|_| ProviderError::Config("the client credentials make no valid header".into()))
+}
+
 fn user_agent() -> HeaderValue {
     HeaderValue::from_static(concat!("mcp-guarded/", env!("CARGO_PKG_VERSION")))
 }

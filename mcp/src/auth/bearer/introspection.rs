@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::http::{HeaderValue, StatusCode};
-use base64::Engine as _;
 use parking_lot::Mutex;
 use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
@@ -307,19 +306,10 @@ impl Inner {
         form.append_pair("token", token);
         form.append_pair("token_type_hint", "access_token");
         let authorization = match self.auth {
-            ClientAuth::Basic => {
-                // RFC 6749 §2.3.1: each part form-encoded before the Basic encoding.
-                let id: String =
-                    form_urlencoded::byte_serialize(self.client_id.as_bytes()).collect();
-                let secret: String =
-                    form_urlencoded::byte_serialize(self.client_secret.as_bytes()).collect();
-                let encoded =
-                    base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
-                let value = HeaderValue::from_str(&format!("Basic {encoded}")).map_err(|_| {
-                    ProviderError::Config("the client credentials make no valid header".into())
-                })?;
-                Some(value)
-            }
+            ClientAuth::Basic => Some(super::fetch::basic_authorization(
+                &self.client_id,
+                &self.client_secret,
+            )?),
             ClientAuth::Post => {
                 form.append_pair("client_id", &self.client_id);
                 form.append_pair("client_secret", &self.client_secret);
