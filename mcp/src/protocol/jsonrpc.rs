@@ -532,7 +532,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for MethodMember<'a> {
 
 /// Decodes one frame (a line on stdio, a body on HTTP).
 pub fn decode(bytes: &[u8]) -> Incoming {
-    let trimmed = bytes.trim_ascii();
+    let trimmed = trim_json_whitespace(bytes);
     // JSON is UTF-8. serde_json checks the strings it reads, but skips unknown members
     // without looking inside them, so check the whole frame once.
     // Checked once here, the frame is then read as text: serde_json checks no string again.
@@ -559,6 +559,25 @@ pub fn decode(bytes: &[u8]) -> Incoming {
         return Incoming::Batch(items.iter().map(|raw| decode_object(raw.get())).collect());
     }
     Incoming::Single(decode_object(trimmed))
+}
+
+/// Whitespace as JSON defines it (RFC 8259: space, tab, line feed, carriage return).
+/// `trim_ascii` would also drop form feeds, accepting a frame no JSON parser accepts.
+pub(crate) fn is_json_whitespace(b: &u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// `bytes` without the JSON whitespace around it.
+fn trim_json_whitespace(bytes: &[u8]) -> &[u8] {
+    let start = bytes
+        .iter()
+        .position(|b| !is_json_whitespace(b))
+        .unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !is_json_whitespace(b))
+        .map_or(start, |i| i + 1);
+    &bytes[start..end]
 }
 
 /// serde_json appends " at line L column C" to its messages; a client (or a model) gains
@@ -758,6 +777,19 @@ mod tests {
             panic!("not a request");
         };
         assert_eq!(r.id, RequestId::Number(7));
+    }
+
+    #[test]
+    fn only_json_whitespace_surrounds_a_frame() {
+        // Found by fuzzing: a form feed is ASCII whitespace but not JSON whitespace, so a
+        // frame ending in one is not JSON, and the server must not answer it as a request.
+        let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        assert!(single(&format!(" \t\r\n{ping} \t\r\n")).is_ok());
+        for junk in ["\x0c", "\x0b"] {
+            let err = single(&format!("{ping}{junk}")).unwrap_err();
+            assert_eq!(err.to_error().code, codes::PARSE_ERROR, "{junk:?}");
+            assert!(single(&format!("{junk}{ping}")).is_err(), "{junk:?}");
+        }
     }
 
     #[test]

@@ -28,7 +28,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::protocol::jsonrpc::{Incoming, decode};
+use crate::protocol::jsonrpc::{Incoming, decode, is_json_whitespace};
 use crate::protocol::{ErrorObject, Message, methods};
 use crate::server::{ConnId, Connection, Outbound, OutboundReceiver, Reply, Server, Transport};
 
@@ -224,7 +224,7 @@ async fn handle_line(lines: &Lines<'_>, line: &[u8], max: usize, batch: &mut Str
         stopping,
     } = lines;
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    if line.iter().all(u8::is_ascii_whitespace) {
+    if line.iter().all(is_json_whitespace) {
         return;
     }
     // A line can arrive whole in one read, never having crossed the limit while incomplete.
