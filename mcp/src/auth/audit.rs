@@ -22,6 +22,9 @@ pub enum AuditOutcome {
     /// The approval question went out as an input-required result (2026-07-28); the
     /// decision is recorded again when the client answers.
     AwaitingApproval,
+    /// The human was sent to a URL ([`Decision::Url`](super::Decision::Url)); the call is
+    /// decided again when the client retries.
+    AwaitingUrl,
     /// A human was asked and said no, did not answer, or could not be asked; the detail says
     /// which.
     NotApproved(String),
@@ -38,6 +41,7 @@ impl AuditOutcome {
             AuditOutcome::Denied => "denied",
             AuditOutcome::Approved => "approved",
             AuditOutcome::AwaitingApproval => "awaiting_approval",
+            AuditOutcome::AwaitingUrl => "awaiting_url",
             AuditOutcome::NotApproved(_) => "not_approved",
             AuditOutcome::Aborted(_) => "aborted",
         }

@@ -8,7 +8,8 @@
 //!   `resources/subscribe`, `resources/unsubscribe`, `prompts/list`, `prompts/get` and
 //!   `completion/complete`; a deny is JSON-RPC error -32090.
 //!
-//! An [`Authorizer`] answers [`Decision::Allow`], [`Decision::Deny`] or [`Decision::Ask`].
+//! An [`Authorizer`] answers [`Decision::Allow`], [`Decision::Deny`], [`Decision::Ask`] or
+//! [`Decision::Url`] (send the human to a URL first: a sign-in, a payment, a consent page).
 //! It sees a closed, server-derived [`AuthContext`] (connection, transport, verified
 //! principal) and never anything the client merely asserts. A panicking, stalling or
 //! off-contract authorizer denies, in both seams, and the server keeps serving.
@@ -42,7 +43,9 @@ use serde_json::Value;
 pub use audit::{AuditEvent, AuditOutcome, AuditSink};
 pub use builtins::{allow_all, allowlist, ask_before_sensitive, deny_all, policy, policy_async};
 
+use crate::conn::Outbound;
 pub use crate::conn::{AuthContext, Principal};
+use crate::context::ElicitationCompletion;
 use crate::protocol::{CallToolResult, ErrorObject, codes};
 use crate::registry::{ArgsSchema, ArgumentError, Decoded, ToolDef, json_text};
 
@@ -57,6 +60,80 @@ pub enum Decision {
     /// elicitation (an input-required result on 2026-07-28), for a call whose arguments fit
     /// the tool; on the read seam it is a deny (reads cannot be approved interactively).
     Ask(String),
+    /// Not until the human has completed a step in their browser (URL-mode elicitation):
+    /// signing in somewhere, paying, consenting. The call is refused *for now*, with the
+    /// URL, and decided again when the client retries; the authorizer answers
+    /// [`Decision::Allow`] once its own records say the step is done. See [`UrlStep`] for
+    /// what each revision puts on the wire.
+    Url(UrlStep),
+}
+
+/// A step the human completes at a URL before a call may proceed ([`Decision::Url`]).
+///
+/// - On 2025-11-25, to a client that declared `elicitation.url`, the request fails with
+///   -32042 (URL elicitation required) carrying `{mode: "url", message, url,
+///   elicitationId}`; the client shows it and retries, ideally after
+///   `notifications/elicitation/complete`, which the authorizer sends through
+///   [`AuthRequest::elicitation_completion`] when its flow ends.
+/// - On 2026-07-28 a tool call ends input-required with the URL among its
+///   `inputRequests` (never -32042); the client's retry is decided again, and if the
+///   authorizer still answers `Url` with the same `elicitation_id` after the human agreed
+///   to open it, the call is refused as [`reasons::URL_STEP_UNFINISHED`] (a new call
+///   starts over).
+/// - A client that did not declare `elicitation.url` is never sent the URL: the call is
+///   refused as [`reasons::URL_STEP_UNAVAILABLE`]. So is a read on 2026-07-28, where lists,
+///   reads and subscriptions have no way to carry it.
+///
+/// The URL must be `https://` (or `http://`, for loopback development) and carry no
+/// credential or personal data: point it at a page of your own that checks who opened it
+/// (as [`crate::connect`] does), with an opaque, single-use reference.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UrlStep {
+    /// What the step is for, shown to the human.
+    pub message: String,
+    /// Where to go.
+    pub url: String,
+    /// Names this step: the completion notification carries it on 2025-11-25, and on
+    /// 2026-07-28 it tells a retry of the same step from a new one. Random and unique.
+    pub elicitation_id: String,
+}
+
+impl UrlStep {
+    /// Whether the step is one a client may be sent: a message, an `http(s)` URL without
+    /// spaces or control characters, an id.
+    fn is_valid(&self) -> bool {
+        let url = self.url.as_str();
+        let scheme_ok = ["https://", "http://"]
+            .iter()
+            .any(|s| url.len() > s.len() && url[..s.len()].eq_ignore_ascii_case(s));
+        !self.message.trim().is_empty()
+            && !self.elicitation_id.trim().is_empty()
+            && scheme_ok
+            && !url.chars().any(|c| c.is_whitespace() || c.is_control())
+    }
+
+    /// The elicitation as the wire carries it (`elicitationId` only on 2025-11-25).
+    pub(crate) fn params(&self, with_id: bool) -> crate::protocol::ElicitUrlParams {
+        crate::protocol::ElicitUrlParams::new(
+            &self.message,
+            &self.url,
+            with_id.then(|| self.elicitation_id.clone()),
+        )
+    }
+
+    /// The -32042 error naming this step (2025-11-25).
+    pub(crate) fn required_error(&self) -> ErrorObject {
+        crate::registry::ProtocolError::url_elicitation_required(
+            self.message.clone(),
+            vec![self.params(true)],
+        )
+        .0
+    }
+
+    /// The input key of this step in an input-required result (2026-07-28).
+    pub(crate) fn input_key(&self) -> String {
+        format!("url-{}", self.elicitation_id)
+    }
 }
 
 impl Decision {
@@ -70,12 +147,74 @@ impl Decision {
         Decision::Ask(prompt.into())
     }
 
-    /// `"allow"`, `"deny"` or `"ask"`.
+    /// A URL step: the human goes to `url` first (see [`UrlStep`]).
+    ///
+    /// ```
+    /// use std::collections::{HashMap, HashSet};
+    /// use std::sync::{Arc, Mutex};
+    /// use mcp::auth::{Decision, policy};
+    /// use mcp::context::ElicitationCompletion;
+    ///
+    /// /// Who confirmed payments at the bank (your confirmation page fills it and sends
+    /// /// the completion it finds in `waiting`).
+    /// #[derive(Default)]
+    /// struct Confirmations {
+    ///     confirmed: HashSet<String>,
+    ///     waiting: HashMap<String, ElicitationCompletion>,
+    /// }
+    ///
+    /// let bank = Arc::new(Mutex::new(Confirmations::default()));
+    /// let guard = policy(move |req| {
+    ///     let Some(user) = req.context().principal().map(|p| p.subject.clone()) else {
+    ///         return Decision::deny("sign in first");
+    ///     };
+    ///     let mut bank = bank.lock().unwrap();
+    ///     if req.name() != "pay" || bank.confirmed.contains(&user) {
+    ///         return Decision::Allow;
+    ///     }
+    ///     // Opaque and single-use: the page checks who opens it.
+    ///     let id = format!("{:x}", rand_id());
+    ///     if let Some(done) = req.elicitation_completion(&id) {
+    ///         bank.waiting.insert(id.clone(), done);
+    ///     }
+    ///     Decision::url(
+    ///         "Confirm the payment at your bank",
+    ///         format!("https://mcp.example.com/confirm/{id}"),
+    ///         id,
+    ///     )
+    /// });
+    /// # fn rand_id() -> u128 { 7 }
+    /// # let _ = guard;
+    /// ```
+    pub fn url(
+        message: impl Into<String>,
+        url: impl Into<String>,
+        elicitation_id: impl Into<String>,
+    ) -> Self {
+        Decision::Url(UrlStep {
+            message: message.into(),
+            url: url.into(),
+            elicitation_id: elicitation_id.into(),
+        })
+    }
+
+    /// `"allow"`, `"deny"`, `"ask"` or `"url"`.
     pub fn kind(&self) -> &'static str {
         match self {
             Decision::Allow => "allow",
             Decision::Deny(_) => "deny",
             Decision::Ask(_) => "ask",
+            Decision::Url(_) => "url",
+        }
+    }
+
+    /// What an audit record says beside the decision: the reason, the question, or what
+    /// the URL step is for (never the URL).
+    pub(crate) fn detail(&self) -> Option<&str> {
+        match self {
+            Decision::Allow => None,
+            Decision::Deny(d) | Decision::Ask(d) => Some(d),
+            Decision::Url(step) => Some(&step.message),
         }
     }
 }
@@ -86,7 +225,8 @@ pub mod reasons {
     pub const SENSITIVE_TOOL_UNGUARDED: &str = "sensitive_tool_unguarded";
     /// The authorizer panicked.
     pub const AUTHORIZER_FAILED: &str = "authorizer_failed";
-    /// The authorizer answered outside its contract (an `Ask` with a blank question).
+    /// The authorizer answered outside its contract (an `Ask` with a blank question, a
+    /// `Url` step without a message, id or `http(s)` URL).
     pub const AUTHORIZER_CONTRACT_VIOLATION: &str = "authorizer_contract_violation";
     /// The authorizer did not answer in time.
     pub const AUTHORIZER_TIMEOUT: &str = "authorizer_timeout";
@@ -99,6 +239,14 @@ pub mod reasons {
     /// The authorizer asked, and no answer could be had: the client cannot be asked, or the
     /// replica holding the question stopped. The deny's detail goes on to say why.
     pub const APPROVAL_UNAVAILABLE: &str = "approval_unavailable";
+    /// The authorizer wants the human to complete a step at a URL, and this request cannot
+    /// carry one (the client did not declare `elicitation.url`, or a read on 2026-07-28).
+    pub const URL_STEP_UNAVAILABLE: &str = "url_step_unavailable";
+    /// The human agreed to open the URL, but the authorizer still finds the step
+    /// unfinished.
+    pub const URL_STEP_UNFINISHED: &str = "url_step_unfinished";
+    /// The human declined (or cancelled) opening the URL.
+    pub const URL_STEP_DECLINED: &str = "url_step_declined";
 }
 
 /// Which seam a decision is for.
@@ -136,6 +284,8 @@ pub struct AuthRequest<'a> {
     /// asking (a typed tool, arguments that fit).
     decoded: Option<Decoded>,
     context: &'a AuthContext,
+    /// The handshake-era channel to the client, for a URL step's completion notice.
+    channel: Option<&'a Outbound>,
 }
 
 impl fmt::Debug for AuthRequest<'_> {
@@ -165,7 +315,25 @@ impl<'a> AuthRequest<'a> {
             parsed: OnceLock::new(),
             decoded: None,
             context,
+            channel: None,
         }
+    }
+
+    /// Carries the handshake-era channel to the client (for
+    /// [`elicitation_completion`](Self::elicitation_completion)).
+    pub(crate) fn with_channel(mut self, channel: Option<&'a Outbound>) -> Self {
+        self.channel = channel;
+        self
+    }
+
+    /// A handle that sends `notifications/elicitation/complete` for the URL step
+    /// `elicitation_id` to this client once its flow ends (2025-11-25; `None` on
+    /// 2026-07-28, where the client learns it by retrying, on the read seam, and when the
+    /// request has no channel to the client). Keep it with the flow; call
+    /// [`send`](ElicitationCompletion::send) when it finishes.
+    pub fn elicitation_completion(&self, elicitation_id: &str) -> Option<ElicitationCompletion> {
+        self.channel
+            .map(|sink| ElicitationCompletion::new(sink.clone(), elicitation_id))
     }
 
     /// Carries the arguments the server decoded into the tool's own type.
@@ -273,6 +441,7 @@ impl<'a> AuthRequest<'a> {
             sensitive: self.is_sensitive(),
             arguments: self.arguments().clone(),
             context: self.context.clone(),
+            channel: self.channel.cloned(),
             decoded: self.decoded.clone(),
             schema: self.tool.map(|t| t.args_schema().clone()),
         }
@@ -312,11 +481,19 @@ pub struct OwnedAuthRequest {
     pub arguments: Value,
     /// Who asks.
     pub context: AuthContext,
+    channel: Option<Outbound>,
     decoded: Option<Decoded>,
     schema: Option<ArgsSchema>,
 }
 
 impl OwnedAuthRequest {
+    /// As [`AuthRequest::elicitation_completion`].
+    pub fn elicitation_completion(&self, elicitation_id: &str) -> Option<ElicitationCompletion> {
+        self.channel
+            .as_ref()
+            .map(|sink| ElicitationCompletion::new(sink.clone(), elicitation_id))
+    }
+
     /// The arguments decoded into `T`, as [`AuthRequest::arguments_as`] gives them.
     ///
     /// ```
@@ -424,6 +601,10 @@ pub(crate) async fn safe_decide(
             tracing::error!(target: "mcp::auth", name = request.name, "authorizer asked a blank question; denying");
             Decision::deny(reasons::AUTHORIZER_CONTRACT_VIOLATION)
         }
+        Decision::Url(step) if !step.is_valid() => {
+            tracing::error!(target: "mcp::auth", name = request.name, "authorizer gave a URL step without a message, an id or an http(s) URL; denying");
+            Decision::deny(reasons::AUTHORIZER_CONTRACT_VIOLATION)
+        }
         d => d,
     }
 }
@@ -444,6 +625,19 @@ pub fn approval_unavailable(tool: &str, question: &str, why: &str) -> CallToolRe
         reasons::APPROVAL_UNAVAILABLE
     );
     denied(tool, "ask", &detail, Some(question))
+}
+
+/// The tool-seam deny for a URL step that could not be, or was not, completed: `reason`
+/// (one of [`reasons`]) and `why`; what the step is for is kept beside it (`question`), the
+/// URL is not.
+pub(crate) fn url_step_refused(
+    tool: &str,
+    step: &UrlStep,
+    reason: &str,
+    why: &str,
+) -> CallToolResult {
+    let detail = format!("{reason}: this call needs a step in the user's browser: {why}");
+    denied(tool, "url", &detail, Some(&step.message))
 }
 
 fn denied(tool: &str, decision: &str, detail: &str, question: Option<&str>) -> CallToolResult {

@@ -100,14 +100,19 @@ impl Caller {
     /// must declare `elicitation.url`, and the revision must have URL mode); `None` when
     /// they can.
     pub(crate) fn cannot_elicit_url(&self) -> Option<&'static str> {
-        let capable = self.capabilities().is_some_and(|c| c.can_elicit_url());
-        if !capable {
+        self.cannot_take_url().or_else(|| self.cannot_ask(true))
+    }
+
+    /// Why this client cannot be shown a URL at all, in a question or in a -32042 answer
+    /// (which needs no channel to the client); `None` when it can.
+    pub(crate) fn cannot_take_url(&self) -> Option<&'static str> {
+        if !self.capabilities().is_some_and(|c| c.can_elicit_url()) {
             return Some("the client did not declare URL-mode elicitation (elicitation.url)");
         }
         if self.stateless.is_none() && self.version < ProtocolVersion::V2025_11_25 {
             return Some("the session's protocol revision predates URL-mode elicitation");
         }
-        self.cannot_ask(true)
+        None
     }
 
     fn cannot_ask(&self, capable: bool) -> Option<&'static str> {
@@ -355,6 +360,13 @@ pub struct ElicitationCompletion {
 }
 
 impl ElicitationCompletion {
+    pub(crate) fn new(sink: Outbound, elicitation_id: &str) -> Self {
+        ElicitationCompletion {
+            sink,
+            elicitation_id: elicitation_id.to_owned(),
+        }
+    }
+
     /// The elicitation it completes.
     pub fn elicitation_id(&self) -> &str {
         &self.elicitation_id
@@ -694,10 +706,8 @@ impl Ctx {
         if self.inner.caller.stateless.is_some() {
             return None;
         }
-        Some(ElicitationCompletion {
-            sink: self.inner.caller.sink.clone()?,
-            elicitation_id: elicitation_id.to_owned(),
-        })
+        let sink = self.inner.caller.sink.clone()?;
+        Some(ElicitationCompletion::new(sink, elicitation_id))
     }
 
     /// Asks the client's model for a completion (`sampling/createMessage`).

@@ -470,6 +470,21 @@ impl Server {
                     reasons::INTERACTIVE_APPROVAL_UNSUPPORTED,
                 )),
             ),
+            // -32042 is a JSON-RPC error, which is what a read's refusal is anyway; it
+            // exists on 2025-11-25 only, and only a client that takes URLs is sent one.
+            Decision::Url(step) => match caller.cannot_take_url() {
+                None if caller.stateless.is_none() => {
+                    (AuditOutcome::AwaitingUrl, Err(step.required_error()))
+                }
+                why => {
+                    let why = why.unwrap_or("a read on 2026-07-28 cannot carry a URL");
+                    let detail = format!("{}: {why}", reasons::URL_STEP_UNAVAILABLE);
+                    (
+                        AuditOutcome::NotApproved(detail.clone()),
+                        Err(read_denied(method, &detail)),
+                    )
+                }
+            },
         };
         self.audit(&request, &decision, outcome);
         result
@@ -509,10 +524,7 @@ impl Server {
         if !wanted {
             return;
         }
-        let detail = match decision {
-            Decision::Allow => None,
-            Decision::Deny(d) | Decision::Ask(d) => Some(d.clone()),
-        };
+        let detail = decision.detail().map(str::to_owned);
         crate::auth::audit::emit(
             self.inner.audit.as_ref(),
             AuditEvent {

@@ -17,7 +17,7 @@ use super::tasks::{TaskPlan, TaskStarted};
 use super::{Reply, Server};
 use crate::auth::{
     ArgsSource, AuditOutcome, AuthRequest, Decision, Seam, approval_unavailable, reasons,
-    safe_decide, tool_denied,
+    safe_decide, tool_denied, url_step_refused,
 };
 use crate::context::{Caller, NO_CHANNEL};
 use crate::elicit::mrtr::Mrtr;
@@ -103,6 +103,7 @@ impl Server {
         match safe_decide(&**authorizer, &request, self.config().authorizer_timeout).await {
             Decision::Allow => true,
             Decision::Ask(_) => caller.can_elicit(),
+            Decision::Url(_) => caller.cannot_take_url().is_none(),
             Decision::Deny(_) => false,
         }
     }
@@ -136,7 +137,11 @@ impl Server {
             ArgsSource::Raw(raw_args.unwrap_or("{}")),
             &scope.caller.auth,
         )
-        .with_decoded(decoded);
+        .with_decoded(decoded)
+        .with_channel(match scope.caller.stateless {
+            None => scope.caller.sink.as_ref(),
+            Some(_) => None,
+        });
         // On 2026-07-28 every round of this call is bound to this tool, these arguments
         // and this principal.
         let binding = scope.caller.stateless.as_ref().map(|_| Binding {
@@ -193,6 +198,15 @@ impl Server {
             // Nobody is asked about a call that cannot run.
             _ if argument_error.is_some() || tool.is_none() => false,
             None | Some(Decision::Allow) => false,
+            Some(Decision::Url(step)) => {
+                let at = UrlStepAt {
+                    request: &request,
+                    decision: decided,
+                    step,
+                    tool: &p.name,
+                };
+                return self.url_step(scope, at, mrtr.as_ref(), binding.as_ref());
+            }
             Some(Decision::Ask(prompt)) => match (&mrtr, &binding) {
                 (Some(m), Some(b)) => match self.approval_stateless(scope, m, b, &p.name, prompt) {
                     StatelessApproval::Approved => true,
@@ -425,6 +439,53 @@ impl Server {
         }
     }
 
+    /// The authorizer's URL step: -32042 on 2025-11-25, an input-required result asking
+    /// for the URL on 2026-07-28 (and, on the retry, the human's answer judged), a deny for
+    /// a client that cannot be sent a URL.
+    fn url_step(
+        &self,
+        scope: &Scope,
+        at: UrlStepAt<'_>,
+        mrtr: Option<&Arc<Mrtr>>,
+        binding: Option<&Binding>,
+    ) -> Result<Reply, ErrorObject> {
+        let refuse = |reason: &str, why: &str| {
+            let outcome = AuditOutcome::NotApproved(format!("{reason}: {why}"));
+            self.audit(at.request, at.decision, outcome);
+            let result = url_step_refused(at.tool, at.step, reason, why);
+            Ok(self.tool_reply(scope, result))
+        };
+        if let Some(why) = scope.caller.cannot_take_url() {
+            return refuse(reasons::URL_STEP_UNAVAILABLE, why);
+        }
+        let (Some(m), Some(b)) = (mrtr, binding) else {
+            self.audit(at.request, at.decision, AuditOutcome::AwaitingUrl);
+            return Err(at.step.required_error());
+        };
+        let key = at.step.input_key();
+        // Only an answer sent with the sealed state that asked for this very step counts.
+        let answered = m
+            .fresh_answer(&key)
+            .map(|a| a.get("action").and_then(Value::as_str).unwrap_or_default());
+        match answered {
+            None => {
+                let request = crate::protocol::InputRequest {
+                    method: methods::ELICITATION_CREATE.to_owned(),
+                    params: serde_json::to_value(at.step.params(false)).unwrap_or_default(),
+                };
+                m.record_ask(key, request);
+                self.audit(at.request, at.decision, AuditOutcome::AwaitingUrl);
+                Ok(self.input_required(scope, m, b))
+            }
+            Some("accept") => refuse(
+                reasons::URL_STEP_UNFINISHED,
+                "the user agreed to open the URL, but the step there is not finished; call again once it is",
+            ),
+            Some("cancel") => refuse(reasons::URL_STEP_DECLINED, "user cancel"),
+            Some(_) => refuse(reasons::URL_STEP_DECLINED, "user decline"),
+        }
+    }
+
     pub(super) fn tool_reply(&self, scope: &Scope, mut result: CallToolResult) -> Reply {
         compat::tool_result(scope.version(), &mut result);
         self.reply_with_meta(scope, result, None)
@@ -504,6 +565,14 @@ fn tool_outcome(ran: Result<Outcome<CallToolResult>, Failure>) -> Outcome<CallTo
             failure.to_error("tool").message.into_owned(),
         )),
     }
+}
+
+/// A URL step the authorizer asked for, with what refusing or auditing it needs.
+struct UrlStepAt<'a> {
+    request: &'a AuthRequest<'a>,
+    decision: &'a Decision,
+    step: &'a crate::auth::UrlStep,
+    tool: &'a str,
 }
 
 /// A call the seams let through, with what auditing its end needs.
