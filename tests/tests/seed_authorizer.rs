@@ -510,3 +510,68 @@ fn deployment_guard_uses_the_source_aware_predicate() {
     assert!(err.contains("for tools"), "{err}");
     assert!(!err.contains("no read authorizer"), "{err}");
 }
+
+#[tokio::test]
+async fn a_whole_filtered_listing_decides_each_tool_about_once() {
+    // Beyond the seed: with an authorizer, a page decides only the tools it can show, so
+    // listing n tools page by page costs about n decisions, not n per page.
+    let decisions = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = decisions.clone();
+    let mut b = Server::builder("many", "0.0.0").page_size(10);
+    for i in 0..300 {
+        b = b.tool(
+            mcp::registry::ToolDef::new(
+                format!("tool_{i:03}"),
+                "d",
+                json!({"type": "object"}),
+                |_c, _a| async { mcp::protocol::CallToolResult::text("x") },
+            )
+            .read_only(),
+        );
+    }
+    let server = b
+        .authorizer(policy(move |req| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            // Every third tool is hidden: pages skip over them.
+            let n: usize = req.name()[5..].parse().unwrap();
+            if n % 3 == 0 {
+                Decision::deny("hidden")
+            } else {
+                Decision::Allow
+            }
+        }))
+        .build()
+        .unwrap();
+    let mut client = initialized_client(&server, json!({})).await;
+    let mut names = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let r = client.request("tools/list", params).await.unwrap();
+        pages += 1;
+        let tools = r["tools"].as_array().unwrap();
+        assert!(tools.len() <= 10);
+        names.extend(tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()));
+        match r["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(names.len(), 200);
+    assert!(
+        names
+            .iter()
+            .all(|n| n[5..].parse::<usize>().unwrap() % 3 != 0)
+    );
+    assert_eq!(pages, 20);
+    let spent = decisions.load(std::sync::atomic::Ordering::SeqCst);
+    // Each page looks one visible tool (and the hidden ones before it) past its end.
+    assert!(
+        (300..=300 + 2 * pages).contains(&spent),
+        "{spent} decisions for 300 tools in {pages} pages"
+    );
+}

@@ -6,7 +6,10 @@
 //! ```
 //!
 //! Modes: `call` (tools/call echo, handshake era), `stateless` (the same on 2026-07-28),
-//! `list` (tools/list with 1,000 tools), `layered` (`call` behind three layers).
+//! `list` (tools/list with 1,000 tools), `layered` (`call` behind three layers); `guarded`,
+//! `guarded-stateless` and `guarded-list`: the same behind a tool and a read authorizer,
+//! logging by default (INFO) to /dev/null, as users deploy it. `list-10000` and
+//! `guarded-list-10000`: a whole listing of 10,000 tools, page by page (100 per page).
 //!
 //! Built with `--features otel` and run with `BENCH_OTEL=1`, every request is traced and
 //! measured as with export on: spans go through the SDK's batch processor to an exporter
@@ -32,21 +35,56 @@ fn main() {
     let _telemetry = std::env::var("BENCH_OTEL")
         .is_ok()
         .then(bench_micro::telemetry::install);
-    let server = match mode.as_str() {
-        "list" => bench_micro::server_with_tools(1000),
-        "layered" => bench_micro::server_with_layers(),
-        _ => bench_micro::server(),
+    let guarded = mode.starts_with("guarded");
+    if guarded {
+        bench_micro::default_logging("/dev/null");
+    }
+    let base = mode.trim_start_matches("guarded-");
+    let server = match (base, guarded) {
+        ("list", false) => bench_micro::server_with_tools(1000),
+        ("list", true) => bench_micro::server_with_tools_guarded(1000, 1010),
+        ("list-10000", false) => bench_micro::server_with_tools_paged(10_000, 100),
+        ("list-10000", true) => bench_micro::server_with_tools_guarded(10_000, 100),
+        ("layered", _) => bench_micro::server_with_layers(),
+        (_, false) => bench_micro::server(),
+        (_, true) => bench_micro::server_guarded(),
     };
     let (out, _rx) = Outbound::channel(1024);
     let conn = server.connect(ConnId::new("loop"), Transport::Stdio, out);
-    let frame = match mode.as_str() {
+    let frame = match base {
         "stateless" => CALL_STATELESS,
-        "list" => LIST,
+        "list" | "list-10000" => LIST,
         _ => CALL,
     };
     rt.block_on(async {
-        if mode != "stateless" {
+        if base != "stateless" {
             conn.handle_frame(INITIALIZE.as_bytes()).await;
+        }
+        if base == "list-10000" {
+            // One dispatch is a whole listing, every page in turn.
+            let mut pages = 0;
+            for _ in 0..n {
+                let mut cursor: Option<String> = None;
+                loop {
+                    let request = match &cursor {
+                        None => LIST.to_owned(),
+                        Some(c) => format!(
+                            r#"{{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{{"cursor":{}}}}}"#,
+                            serde_json::Value::String(c.clone())
+                        ),
+                    };
+                    let reply = conn.handle_frame(request.as_bytes()).await.expect("a reply");
+                    let reply: serde_json::Value =
+                        serde_json::from_str(reply.frame()).expect("JSON");
+                    pages += 1;
+                    match reply["result"]["nextCursor"].as_str() {
+                        Some(c) => cursor = Some(c.to_owned()),
+                        None => break,
+                    }
+                }
+            }
+            println!("{n} listings, {pages} pages");
+            return;
         }
         let mut bytes = 0;
         for _ in 0..n {

@@ -19,6 +19,15 @@ mcp::server! {
 /// The benchmark server plus `n` more tools (`tool_0` .. `tool_{n-1}`), each with a
 /// two-argument schema like `add`'s.
 pub fn server_with_tools(n: usize) -> Server {
+    tools_builder(n, n + 10).build().expect("server")
+}
+
+/// [`server_with_tools`], listed `page` tools per page.
+pub fn server_with_tools_paged(n: usize, page: usize) -> Server {
+    tools_builder(n, page).build().expect("server")
+}
+
+fn tools_builder(n: usize, page: usize) -> mcp::server::ServerBuilder {
     #[derive(serde::Deserialize, schemars::JsonSchema)]
     struct Args {
         /// The first addend.
@@ -26,7 +35,7 @@ pub fn server_with_tools(n: usize) -> Server {
         /// The second addend.
         b: i64,
     }
-    let mut builder = server_builder().page_size(n + 10);
+    let mut builder = server_builder().page_size(page);
     for i in 0..n {
         builder = builder.tool(
             ToolDef::from_fn::<Args, _, _, _>(
@@ -37,7 +46,7 @@ pub fn server_with_tools(n: usize) -> Server {
             .read_only(),
         );
     }
-    builder.build().expect("server")
+    builder
 }
 
 /// The benchmark server behind three layers (timing, a rate limit that never trips, a size
@@ -50,6 +59,41 @@ pub fn server_with_layers() -> Server {
         .layer(SizeLimit::new(1 << 20))
         .build()
         .expect("server")
+}
+
+/// The benchmark server as the README says to deploy it: a tool authorizer (ask before
+/// anything sensitive) and a read authorizer set, so every call is decided and audited.
+/// Pair it with [`default_logging`] for the generated main's default log output.
+pub fn server_guarded() -> Server {
+    guarded(server_builder())
+}
+
+/// [`server_with_tools`], guarded as [`server_guarded`] is: every listing decides each
+/// tool's visibility.
+pub fn server_with_tools_guarded(n: usize, page: usize) -> Server {
+    guarded(tools_builder(n, page))
+}
+
+fn guarded(builder: mcp::server::ServerBuilder) -> Server {
+    builder
+        .authorizer(mcp::auth::ask_before_sensitive())
+        .read_authorizer(mcp::auth::allow_all())
+        .build()
+        .expect("server")
+}
+
+/// Logs as the generated `main` does by default (INFO, the fmt layer, one line per audit
+/// event), to `path` instead of stderr.
+pub fn default_logging(path: &str) {
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .expect("a log file");
+    tracing_subscriber::fmt()
+        .with_writer(std::sync::Mutex::new(file))
+        .with_ansi(false)
+        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+        .init();
 }
 
 /// Telemetry as with export on, to an exporter that drops what it is given.

@@ -468,6 +468,21 @@ pub(crate) struct BadCursor;
 
 /// Cuts a page out of `entries` (sorted by `key`), starting after the cursor's key and
 /// keeping only entries `visible` accepts.
+/// Where the page after `cursor` starts in `entries`.
+pub(crate) fn page_start<T>(
+    entries: &[Arc<Listed<T>>],
+    key: impl Fn(&T) -> &str,
+    cursor: Option<&str>,
+) -> Result<usize, BadCursor> {
+    Ok(match cursor {
+        None | Some("") => 0,
+        Some(c) => {
+            let after = cursor::decode(c).ok_or(BadCursor)?;
+            entries.partition_point(|e| key(&e.def) <= after.as_str())
+        }
+    })
+}
+
 pub(crate) fn page<'a, T>(
     entries: &'a [Arc<Listed<T>>],
     key: impl Fn(&T) -> &str,
@@ -475,13 +490,7 @@ pub(crate) fn page<'a, T>(
     size: usize,
     mut visible: impl FnMut(usize, &T) -> bool,
 ) -> Result<Page<'a>, BadCursor> {
-    let start = match cursor {
-        None | Some("") => 0,
-        Some(c) => {
-            let after = cursor::decode(c).ok_or(BadCursor)?;
-            entries.partition_point(|e| key(&e.def) <= after.as_str())
-        }
-    };
+    let start = page_start(entries, &key, cursor)?;
     let mut items = Vec::new();
     let mut last_key = None;
     let mut iter = entries.iter().enumerate().skip(start);

@@ -25,7 +25,7 @@ use crate::elicit::state::{ApprovalState, Binding};
 use crate::elicit::{APPROVAL_KEY, Approval, ask_approval, judge};
 use crate::protocol::methods::Method;
 use crate::protocol::{CallToolResult, ErrorObject, Meta, PaginatedParams, ProgressToken, methods};
-use crate::registry::{ListKind, Page, ToolArgs, ToolDef, page};
+use crate::registry::{ListKind, Page, ToolArgs, ToolDef, page, page_start};
 use crate::server::Transport;
 
 /// `tools/call` params read in place: the name and the arguments borrow from the request
@@ -64,19 +64,32 @@ impl Server {
                 |_, _| true,
             )
         } else {
-            // Decided concurrently: one slow policy lookup must not add up per tool.
-            let visible = futures::future::join_all(
-                entries
-                    .iter()
-                    .map(|e| self.tool_visible(&scope.caller, &e.def)),
-            )
-            .await;
+            let start = page_start(entries, |t| t.name(), p.cursor.as_deref())
+                .map_err(|_| ErrorObject::invalid_params("Invalid params: unknown cursor"))?;
+            // Only the tools this page can show are decided (from the cursor until one more
+            // than a page is visible), so a whole listing costs one decision per tool, not
+            // one per tool per page. Decided a batch at a time, concurrently: one slow
+            // policy lookup must not add up per tool.
+            let mut decided: Vec<bool> = Vec::new();
+            let mut shown = 0;
+            while shown <= size && start + decided.len() < entries.len() {
+                let from = start + decided.len();
+                let to = (from + size + 1 - shown).min(entries.len());
+                let verdicts = futures::future::join_all(
+                    entries[from..to]
+                        .iter()
+                        .map(|e| self.tool_visible(&scope.caller, &e.def)),
+                )
+                .await;
+                shown += verdicts.iter().filter(|v| **v).count();
+                decided.extend(verdicts);
+            }
             page(
                 entries,
                 |t| t.name(),
                 p.cursor.as_deref(),
                 size,
-                |i, _| visible[i],
+                |i, _| i.checked_sub(start).and_then(|at| decided.get(at)) == Some(&true),
             )
         }
         .map_err(|_| ErrorObject::invalid_params("Invalid params: unknown cursor"))?;
