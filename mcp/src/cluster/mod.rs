@@ -398,6 +398,17 @@ pub enum BusMessage {
         /// The task.
         task_id: String,
     },
+    /// A third-party sign-in (`mcp::connect`) whose link a call on the replica `to` made
+    /// ended on another replica (the browser's requests landed there): the waiting call
+    /// goes on, and its client hears the elicitation completed.
+    ConnectFinished {
+        /// The replica whose call made the link.
+        to: String,
+        /// The link's reference.
+        reference: String,
+        /// Whether the flow ended with the user's tokens stored.
+        ok: bool,
+    },
 }
 
 impl BusMessage {
@@ -406,7 +417,8 @@ impl BusMessage {
         match self {
             BusMessage::Answer { to, .. }
             | BusMessage::TaskInput { to, .. }
-            | BusMessage::TaskCancel { to, .. } => Some(to),
+            | BusMessage::TaskCancel { to, .. }
+            | BusMessage::ConnectFinished { to, .. } => Some(to),
             _ => None,
         }
     }
@@ -422,6 +434,7 @@ impl BusMessage {
             BusMessage::TaskInput { .. } => "task_input",
             BusMessage::TaskChanged { .. } => "task_changed",
             BusMessage::TaskCancel { .. } => "task_cancel",
+            BusMessage::ConnectFinished { .. } => "connect_finished",
         }
     }
 
@@ -435,7 +448,8 @@ impl BusMessage {
             | BusMessage::TaskChanged { origin, .. } => Some(origin),
             BusMessage::Answer { .. }
             | BusMessage::TaskInput { .. }
-            | BusMessage::TaskCancel { .. } => None,
+            | BusMessage::TaskCancel { .. }
+            | BusMessage::ConnectFinished { .. } => None,
         }
     }
 }
@@ -796,5 +810,27 @@ mod tests {
         };
         let text = serde_json::to_string(&m).unwrap();
         assert_eq!(serde_json::from_str::<BusMessage>(&text).unwrap(), m);
+    }
+
+    #[test]
+    fn a_finished_connect_flow_is_addressed_to_the_replica_that_made_the_link() {
+        let m = BusMessage::ConnectFinished {
+            to: "replica-a".into(),
+            reference: "r".into(),
+            ok: true,
+        };
+        assert_eq!(m.recipient(), Some("replica-a"));
+        assert_eq!(m.origin(), None);
+        let text = serde_json::to_value(Envelope {
+            message: m.clone(),
+            sent_at_ms: 0,
+            traceparent: None,
+        })
+        .unwrap();
+        assert_eq!(
+            text,
+            serde_json::json!({"type": "connect_finished", "to": "replica-a", "reference": "r", "ok": true})
+        );
+        assert_eq!(serde_json::from_value::<Envelope>(text).unwrap().message, m);
     }
 }
