@@ -25,6 +25,11 @@
 //!   the bus. If that replica is gone, the call it was serving is closed (an approval with
 //!   the deny, anything else with an error) and the response is left on the call's stream
 //!   for the client to resume: nothing hangs.
+//! - **Third-party sign-in (the `oauth` feature).** `mcp::connect`'s pending links and the
+//!   users' tokens live in stores the cluster shares (`Cluster::with_connect`; both
+//!   backends set them), so the browser may open a link and come back from the third
+//!   party on any replica; a flow that ends elsewhere reaches the replica whose call
+//!   waits for it over the [`Bus`] ([`BusMessage::ConnectFinished`]).
 //!
 //! Two implementations come with the crate: [`memory::MemoryBackend`], which shares state
 //! between replicas *in one process* (for tests, and for several routers in one
@@ -543,9 +548,19 @@ struct ClusterInner {
     nonces: Arc<dyn NonceStore>,
     bus: Arc<dyn Bus>,
     tasks: Option<Arc<dyn crate::tasks::TaskStore>>,
+    #[cfg(feature = "oauth")]
+    connect: Option<ConnectStores>,
     handlers: RwLock<Vec<Handler>>,
     started: AtomicBool,
     stop: CancellationToken,
+}
+
+/// The stores third-party sign-in ([`crate::connect`]) shares between replicas.
+#[cfg(feature = "oauth")]
+#[derive(Clone)]
+struct ConnectStores {
+    flows: Arc<dyn crate::connect::FlowStore>,
+    tokens: Arc<dyn crate::connect::TokenStore>,
 }
 
 impl fmt::Debug for Cluster {
@@ -578,6 +593,8 @@ impl Cluster {
                 nonces,
                 bus,
                 tasks: None,
+                #[cfg(feature = "oauth")]
+                connect: None,
                 handlers: RwLock::new(Vec::new()),
                 started: AtomicBool::new(false),
                 stop: CancellationToken::new(),
@@ -588,21 +605,62 @@ impl Cluster {
     /// The same replica with a shared task store: tasks created on any replica are read on
     /// every one (see [`crate::tasks`]). Call it before the replica starts.
     pub fn with_tasks(self, tasks: Arc<dyn crate::tasks::TaskStore>) -> Self {
-        let i = &self.inner;
+        let mut inner = self.respawn();
+        inner.tasks = Some(tasks);
         Cluster {
-            inner: Arc::new(ClusterInner {
-                replica: i.replica.clone(),
-                sessions: Arc::clone(&i.sessions),
-                events: Arc::clone(&i.events),
-                nonces: Arc::clone(&i.nonces),
-                bus: Arc::clone(&i.bus),
-                tasks: Some(tasks),
-                handlers: RwLock::new(i.handlers.read().clone()),
-                // The old value stops what it started when it drops: this one starts
-                // afresh.
-                started: AtomicBool::new(false),
-                stop: CancellationToken::new(),
-            }),
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The same replica with the stores third-party sign-in shares: its pending links
+    /// and the users' tokens, so that a link made on one replica opens and finishes on any
+    /// (see [`crate::connect`]; [`ConnectBuilder::cluster`](crate::connect::ConnectBuilder::cluster)
+    /// picks them up). Call it before the replica starts.
+    #[cfg(feature = "oauth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
+    pub fn with_connect(
+        self,
+        flows: Arc<dyn crate::connect::FlowStore>,
+        tokens: Arc<dyn crate::connect::TokenStore>,
+    ) -> Self {
+        let mut inner = self.respawn();
+        inner.connect = Some(ConnectStores { flows, tokens });
+        Cluster {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The shared store of pending third-party sign-in links, if the replicas share one.
+    #[cfg(feature = "oauth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
+    pub fn flow_store(&self) -> Option<&Arc<dyn crate::connect::FlowStore>> {
+        self.inner.connect.as_ref().map(|c| &c.flows)
+    }
+
+    /// The shared store of third parties' tokens, if the replicas share one.
+    #[cfg(feature = "oauth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
+    pub fn token_store(&self) -> Option<&Arc<dyn crate::connect::TokenStore>> {
+        self.inner.connect.as_ref().map(|c| &c.tokens)
+    }
+
+    /// A copy of this replica's parts, not started.
+    fn respawn(&self) -> ClusterInner {
+        let i = &self.inner;
+        ClusterInner {
+            replica: i.replica.clone(),
+            sessions: Arc::clone(&i.sessions),
+            events: Arc::clone(&i.events),
+            nonces: Arc::clone(&i.nonces),
+            bus: Arc::clone(&i.bus),
+            tasks: i.tasks.clone(),
+            #[cfg(feature = "oauth")]
+            connect: i.connect.clone(),
+            handlers: RwLock::new(i.handlers.read().clone()),
+            // The old value stops what it started when it drops: this one starts
+            // afresh.
+            started: AtomicBool::new(false),
+            stop: CancellationToken::new(),
         }
     }
 
