@@ -51,6 +51,17 @@
 //! Give the same `Connect` to the server (`ServerBuilder::state`) and to the HTTP
 //! transport (`HttpConfig::connect`), which serves its routes under `/connect`.
 //!
+//! # Expired tokens
+//!
+//! A stored access token that has expired (or expires within 30 s) is renewed with its
+//! refresh token at the provider's token endpoint ([`Provider::refresh`]) before
+//! [`Connect::token`] returns it, and the new set is stored (the old refresh token kept if
+//! the provider does not rotate it); concurrent calls of one user wait for one refresh.
+//! The user is sent through the browser again only when there is no refresh token or the
+//! provider rejects it (`invalid_grant`: the stored set is forgotten). Any other failure
+//! (the provider unreachable or failing) is [`ConnectError::Refresh`]: an outage does not
+//! make users connect again.
+//!
 //! # Replicas
 //!
 //! Behind a load balancer without sticky sessions, the browser's requests (the link, the
@@ -83,6 +94,7 @@ mod flow;
 mod identity;
 mod pages;
 mod provider;
+mod refresh;
 mod routes;
 mod store;
 
@@ -94,7 +106,7 @@ use std::time::Duration;
 pub use flow::{FlowLimits, FlowStore, MemoryFlowStore, PendingFlow};
 pub use identity::{BrowserIdentity, BrowserUser, SignedCookie, identity_fn};
 pub(crate) use provider::with_query;
-pub use provider::{OAuthProvider, Provider, TokenSet};
+pub use provider::{OAuthProvider, Provider, RefreshError, TokenSet};
 pub use store::{MemoryTokenStore, TokenStore};
 
 use crate::cluster::Cluster;
@@ -119,6 +131,7 @@ struct Inner {
     providers: HashMap<String, Arc<dyn Provider>>,
     tokens: Arc<dyn TokenStore>,
     flows: flow::Flows,
+    refreshes: refresh::Refreshes,
     link_ttl: Duration,
     wait: Option<Duration>,
     answer_url_required: bool,
@@ -181,7 +194,7 @@ impl Connect {
             return Err(ConnectError::UnknownProvider(provider.to_owned()));
         }
         let owner = BrowserUser::of(principal);
-        if let Some(tokens) = self.stored(&owner, provider).await? {
+        if let Some(tokens) = self.usable(&owner, provider).await? {
             return Ok(tokens);
         }
         let id = crate::util::random_token(24);
@@ -245,7 +258,7 @@ impl Connect {
             // A retry: the user went through the flow the earlier round's link started
             // (this round's link was never shown).
             self.inner.flows.forget(&id).await;
-            return match self.stored(&owner, provider).await? {
+            return match self.usable(&owner, provider).await? {
                 Some(tokens) => Ok(tokens),
                 None => Err(ConnectError::NotFinished),
             };
@@ -263,7 +276,7 @@ impl Connect {
             _ = ctx.cancelled() => None,
         };
         self.inner.flows.forget(&id).await;
-        match (ended, self.stored(&owner, provider).await?) {
+        match (ended, self.usable(&owner, provider).await?) {
             (_, Some(tokens)) => Ok(tokens),
             (Some(_), None) => Err(ConnectError::Refused),
             (None, None) => Err(ConnectError::NotFinished),
@@ -283,18 +296,24 @@ impl Connect {
             .map_err(|e| ConnectError::Store(e.to_string()))
     }
 
-    async fn stored(
+    /// The owner's tokens for `provider` if they can be used: unexpired, or refreshed.
+    async fn usable(
         &self,
         owner: &BrowserUser,
         provider: &str,
     ) -> Result<Option<TokenSet>, ConnectError> {
-        let tokens = self
-            .inner
-            .tokens
-            .get(&owner.key(), provider)
+        let Some(third_party) = self.inner.providers.get(provider) else {
+            return Err(ConnectError::UnknownProvider(provider.to_owned()));
+        };
+        self.inner
+            .refreshes
+            .usable(
+                self.inner.tokens.as_ref(),
+                &owner.key(),
+                provider,
+                third_party.as_ref(),
+            )
             .await
-            .map_err(|e| ConnectError::Store(e.to_string()))?;
-        Ok(tokens.filter(|t| !t.expired()))
     }
 
     /// The routes browsers open (`{path}/{reference}` and `{path}/callback`), for the HTTP
@@ -434,6 +453,7 @@ impl ConnectBuilder {
                     self.max_flows,
                     cluster,
                 ),
+                refreshes: refresh::Refreshes::default(),
                 link_ttl: self.link_ttl,
                 wait: self.wait,
                 answer_url_required: self.answer_url_required,
@@ -469,6 +489,10 @@ pub enum ConnectError {
     Client(ClientRequestError),
     /// The token store or the store of pending links failed.
     Store(String),
+    /// The stored access token expired and could not be refreshed for a reason other than
+    /// the third party rejecting the refresh token (it was unreachable, or answered with
+    /// an error): the user is not sent to connect again for an outage.
+    Refresh(String),
 }
 
 impl ConnectError {
@@ -485,6 +509,7 @@ impl ConnectError {
             ConnectError::Busy => "too many sign-ins are pending; try again in a few minutes".to_owned(),
             ConnectError::Client(e) => format!("could not ask the user: {e}"),
             ConnectError::Store(e) => format!("the server's store failed: {e}"),
+            ConnectError::Refresh(e) => format!("could not renew the access to the service: {e}"),
         }
     }
 }
