@@ -631,3 +631,122 @@ async fn tokens_are_kept_per_user_and_provider_in_memory_and_on_redis() {
         assert_eq!(store.get("alice", "codehost").await.unwrap(), None);
     }
 }
+
+/// Alice connects through the browser with access tokens that live 32 s: fresh when
+/// issued, due for a refresh (30 s before expiry) once two seconds have passed.
+async fn connected_with_short_lived_tokens(s: &Setup) {
+    s.third_party.access_token_lifetime(Duration::from_secs(32));
+    let alice = s.session("alice", json!({"url": {}})).await;
+    let mut stream = SseReader::new(alice.post(call(1)).send().await.unwrap());
+    let ask = next_message(&mut stream).await;
+    alice.post(accept(&ask)).send().await.unwrap();
+    let link = ask["params"]["url"].as_str().unwrap().to_owned();
+    let (status, page) = s.browser(Some("alice")).connect(&link).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let _complete = next_message(&mut stream).await;
+    let done = next_message(&mut stream).await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "called the code host with mock-access-1",
+        "the token just issued is used as it is: {done}"
+    );
+    assert_eq!(s.third_party.refreshes(), 0);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+}
+
+/// A call of Alice's on a fresh session: the messages before its response, and the
+/// response.
+async fn call_as_alice(s: &Setup, id: i64) -> mcp_tests::http::Exchange {
+    let mut alice = s.session("alice", json!({"url": {}})).await;
+    alice
+        .exchange(
+            json!(id),
+            "tools/call",
+            json!({"name": "repositories", "arguments": {}}),
+        )
+        .await
+}
+
+fn asked_nothing(ex: &mcp_tests::http::Exchange) {
+    assert!(
+        ex.before
+            .iter()
+            .all(|m| m["method"] != "elicitation/create"),
+        "{:?}",
+        ex.before
+    );
+}
+
+#[tokio::test]
+async fn an_expired_token_is_refreshed_once_without_asking_the_user() {
+    let s = Setup::start(Duration::from_secs(60)).await;
+    connected_with_short_lived_tokens(&s).await;
+    s.third_party
+        .access_token_lifetime(Duration::from_secs(3600));
+    // Two calls at once, each on its own session: one refresh serves both.
+    let (first, second) = tokio::join!(call_as_alice(&s, 2), call_as_alice(&s, 3));
+    for ex in [&first, &second] {
+        asked_nothing(ex);
+        assert_eq!(
+            ex.response["result"]["content"][0]["text"], "called the code host with mock-access-2",
+            "{}",
+            ex.response
+        );
+    }
+    assert_eq!(s.third_party.refreshes(), 1);
+    let key = format!("principal:{}:alice", ISSUER.replace(':', "%3A"));
+    let stored = s.tokens.get(&key, "codehost").await.unwrap().unwrap();
+    assert_eq!(stored.access_token(), "mock-access-2");
+    assert_eq!(
+        stored.refresh_token(),
+        Some("mock-refresh-1"),
+        "the third party did not rotate it: the old one stays"
+    );
+    assert!(!stored.expired());
+}
+
+#[tokio::test]
+async fn a_revoked_refresh_token_sends_the_user_through_the_browser_again() {
+    let s = Setup::start(Duration::from_secs(60)).await;
+    connected_with_short_lived_tokens(&s).await;
+    s.third_party.revoke_refresh_tokens();
+    let alice = s.session("alice", json!({"url": {}})).await;
+    let mut stream = SseReader::new(alice.post(call(2)).send().await.unwrap());
+    let ask = next_message(&mut stream).await;
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(ask["params"]["mode"], "url");
+    assert!(
+        !s.stored("alice").await,
+        "the tokens the third party disowned are forgotten"
+    );
+    assert_eq!(s.third_party.refreshes(), 0, "the refresh was refused");
+
+    alice.post(accept(&ask)).send().await.unwrap();
+    let link = ask["params"]["url"].as_str().unwrap().to_owned();
+    let (status, page) = s.browser(Some("alice")).connect(&link).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let _complete = next_message(&mut stream).await;
+    let done = next_message(&mut stream).await;
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        "called the code host with mock-access-2"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_third_party_is_an_error_not_a_new_sign_in() {
+    let s = Setup::start(Duration::from_secs(60)).await;
+    connected_with_short_lived_tokens(&s).await;
+    s.third_party.stop();
+    let ex = call_as_alice(&s, 2).await;
+    asked_nothing(&ex);
+    assert_eq!(ex.response["result"]["isError"], true, "{}", ex.response);
+    assert!(
+        ex.response["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("could not renew"),
+        "{}",
+        ex.response
+    );
+    assert!(s.stored("alice").await, "an outage forgets nothing");
+}

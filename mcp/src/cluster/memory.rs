@@ -124,6 +124,10 @@ pub struct MemoryBackend {
     state: Arc<Mutex<MemState>>,
     nonces: Arc<MemoryNonces>,
     tasks: Arc<crate::tasks::MemoryTaskStore>,
+    #[cfg(feature = "oauth")]
+    connect_flows: Arc<crate::connect::MemoryFlowStore>,
+    #[cfg(feature = "oauth")]
+    connect_tokens: Arc<crate::connect::MemoryTokenStore>,
 }
 
 impl Default for MemoryBackend {
@@ -139,19 +143,29 @@ impl MemoryBackend {
             state: Arc::new(Mutex::new(MemState::default())),
             nonces: Arc::new(MemoryNonces::new(1_000_000)),
             tasks: Arc::new(crate::tasks::MemoryTaskStore::new()),
+            #[cfg(feature = "oauth")]
+            connect_flows: Arc::new(crate::connect::MemoryFlowStore::new()),
+            #[cfg(feature = "oauth")]
+            connect_tokens: Arc::new(crate::connect::MemoryTokenStore::new()),
         }
     }
 
     /// A new replica over this state.
     pub fn replica(&self) -> Cluster {
         let this = Arc::new(self.clone());
-        Cluster::new(
+        let cluster = Cluster::new(
             Arc::clone(&this) as Arc<dyn SessionStore>,
             Arc::clone(&this) as Arc<dyn EventStore>,
             Arc::clone(&this.nonces) as Arc<dyn NonceStore>,
             Arc::clone(&this) as Arc<dyn Bus>,
         )
-        .with_tasks(Arc::clone(&this.tasks) as Arc<dyn crate::tasks::TaskStore>)
+        .with_tasks(Arc::clone(&this.tasks) as Arc<dyn crate::tasks::TaskStore>);
+        #[cfg(feature = "oauth")]
+        let cluster = cluster.with_connect(
+            Arc::clone(&this.connect_flows) as Arc<dyn crate::connect::FlowStore>,
+            Arc::clone(&this.connect_tokens) as Arc<dyn crate::connect::TokenStore>,
+        );
+        cluster
     }
 
     /// Makes `replica` dead, as if its process were killed: it stops receiving bus

@@ -25,6 +25,11 @@
 //!   the bus. If that replica is gone, the call it was serving is closed (an approval with
 //!   the deny, anything else with an error) and the response is left on the call's stream
 //!   for the client to resume: nothing hangs.
+//! - **Third-party sign-in (the `oauth` feature).** `mcp::connect`'s pending links and the
+//!   users' tokens live in stores the cluster shares (`Cluster::with_connect`; both
+//!   backends set them), so the browser may open a link and come back from the third
+//!   party on any replica; a flow that ends elsewhere reaches the replica whose call
+//!   waits for it over the [`Bus`] ([`BusMessage::ConnectFinished`]).
 //!
 //! Two implementations come with the crate: [`memory::MemoryBackend`], which shares state
 //! between replicas *in one process* (for tests, and for several routers in one
@@ -398,6 +403,17 @@ pub enum BusMessage {
         /// The task.
         task_id: String,
     },
+    /// A third-party sign-in (`mcp::connect`) whose link a call on the replica `to` made
+    /// ended on another replica (the browser's requests landed there): the waiting call
+    /// goes on, and its client hears the elicitation completed.
+    ConnectFinished {
+        /// The replica whose call made the link.
+        to: String,
+        /// The link's reference.
+        reference: String,
+        /// Whether the flow ended with the user's tokens stored.
+        ok: bool,
+    },
 }
 
 impl BusMessage {
@@ -406,7 +422,8 @@ impl BusMessage {
         match self {
             BusMessage::Answer { to, .. }
             | BusMessage::TaskInput { to, .. }
-            | BusMessage::TaskCancel { to, .. } => Some(to),
+            | BusMessage::TaskCancel { to, .. }
+            | BusMessage::ConnectFinished { to, .. } => Some(to),
             _ => None,
         }
     }
@@ -422,6 +439,7 @@ impl BusMessage {
             BusMessage::TaskInput { .. } => "task_input",
             BusMessage::TaskChanged { .. } => "task_changed",
             BusMessage::TaskCancel { .. } => "task_cancel",
+            BusMessage::ConnectFinished { .. } => "connect_finished",
         }
     }
 
@@ -435,7 +453,8 @@ impl BusMessage {
             | BusMessage::TaskChanged { origin, .. } => Some(origin),
             BusMessage::Answer { .. }
             | BusMessage::TaskInput { .. }
-            | BusMessage::TaskCancel { .. } => None,
+            | BusMessage::TaskCancel { .. }
+            | BusMessage::ConnectFinished { .. } => None,
         }
     }
 }
@@ -529,9 +548,19 @@ struct ClusterInner {
     nonces: Arc<dyn NonceStore>,
     bus: Arc<dyn Bus>,
     tasks: Option<Arc<dyn crate::tasks::TaskStore>>,
+    #[cfg(feature = "oauth")]
+    connect: Option<ConnectStores>,
     handlers: RwLock<Vec<Handler>>,
     started: AtomicBool,
     stop: CancellationToken,
+}
+
+/// The stores third-party sign-in ([`crate::connect`]) shares between replicas.
+#[cfg(feature = "oauth")]
+#[derive(Clone)]
+struct ConnectStores {
+    flows: Arc<dyn crate::connect::FlowStore>,
+    tokens: Arc<dyn crate::connect::TokenStore>,
 }
 
 impl fmt::Debug for Cluster {
@@ -564,6 +593,8 @@ impl Cluster {
                 nonces,
                 bus,
                 tasks: None,
+                #[cfg(feature = "oauth")]
+                connect: None,
                 handlers: RwLock::new(Vec::new()),
                 started: AtomicBool::new(false),
                 stop: CancellationToken::new(),
@@ -574,21 +605,62 @@ impl Cluster {
     /// The same replica with a shared task store: tasks created on any replica are read on
     /// every one (see [`crate::tasks`]). Call it before the replica starts.
     pub fn with_tasks(self, tasks: Arc<dyn crate::tasks::TaskStore>) -> Self {
-        let i = &self.inner;
+        let mut inner = self.respawn();
+        inner.tasks = Some(tasks);
         Cluster {
-            inner: Arc::new(ClusterInner {
-                replica: i.replica.clone(),
-                sessions: Arc::clone(&i.sessions),
-                events: Arc::clone(&i.events),
-                nonces: Arc::clone(&i.nonces),
-                bus: Arc::clone(&i.bus),
-                tasks: Some(tasks),
-                handlers: RwLock::new(i.handlers.read().clone()),
-                // The old value stops what it started when it drops: this one starts
-                // afresh.
-                started: AtomicBool::new(false),
-                stop: CancellationToken::new(),
-            }),
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The same replica with the stores third-party sign-in shares: its pending links
+    /// and the users' tokens, so that a link made on one replica opens and finishes on any
+    /// (see [`crate::connect`]; [`ConnectBuilder::cluster`](crate::connect::ConnectBuilder::cluster)
+    /// picks them up). Call it before the replica starts.
+    #[cfg(feature = "oauth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
+    pub fn with_connect(
+        self,
+        flows: Arc<dyn crate::connect::FlowStore>,
+        tokens: Arc<dyn crate::connect::TokenStore>,
+    ) -> Self {
+        let mut inner = self.respawn();
+        inner.connect = Some(ConnectStores { flows, tokens });
+        Cluster {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The shared store of pending third-party sign-in links, if the replicas share one.
+    #[cfg(feature = "oauth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
+    pub fn flow_store(&self) -> Option<&Arc<dyn crate::connect::FlowStore>> {
+        self.inner.connect.as_ref().map(|c| &c.flows)
+    }
+
+    /// The shared store of third parties' tokens, if the replicas share one.
+    #[cfg(feature = "oauth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
+    pub fn token_store(&self) -> Option<&Arc<dyn crate::connect::TokenStore>> {
+        self.inner.connect.as_ref().map(|c| &c.tokens)
+    }
+
+    /// A copy of this replica's parts, not started.
+    fn respawn(&self) -> ClusterInner {
+        let i = &self.inner;
+        ClusterInner {
+            replica: i.replica.clone(),
+            sessions: Arc::clone(&i.sessions),
+            events: Arc::clone(&i.events),
+            nonces: Arc::clone(&i.nonces),
+            bus: Arc::clone(&i.bus),
+            tasks: i.tasks.clone(),
+            #[cfg(feature = "oauth")]
+            connect: i.connect.clone(),
+            handlers: RwLock::new(i.handlers.read().clone()),
+            // The old value stops what it started when it drops: this one starts
+            // afresh.
+            started: AtomicBool::new(false),
+            stop: CancellationToken::new(),
         }
     }
 
@@ -796,5 +868,27 @@ mod tests {
         };
         let text = serde_json::to_string(&m).unwrap();
         assert_eq!(serde_json::from_str::<BusMessage>(&text).unwrap(), m);
+    }
+
+    #[test]
+    fn a_finished_connect_flow_is_addressed_to_the_replica_that_made_the_link() {
+        let m = BusMessage::ConnectFinished {
+            to: "replica-a".into(),
+            reference: "r".into(),
+            ok: true,
+        };
+        assert_eq!(m.recipient(), Some("replica-a"));
+        assert_eq!(m.origin(), None);
+        let text = serde_json::to_value(Envelope {
+            message: m.clone(),
+            sent_at_ms: 0,
+            traceparent: None,
+        })
+        .unwrap();
+        assert_eq!(
+            text,
+            serde_json::json!({"type": "connect_finished", "to": "replica-a", "reference": "r", "ok": true})
+        );
+        assert_eq!(serde_json::from_value::<Envelope>(text).unwrap().message, m);
     }
 }

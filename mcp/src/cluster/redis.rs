@@ -25,11 +25,14 @@
 //! | `<p>:s:<s>:ev` | stream | its SSE events (`s` stream number, `f` frame; `end` marks a stream's end), `XADD MAXLEN ~` bounded |
 //! | `<p>:nonce:<n>` | string | a used `requestState` nonce, until the state expires (`SET NX PX`) |
 //! | `<p>:alive:<r>` | string | replica `r`'s heartbeat (`PX` 3 s, renewed every second) |
+//! | `<p>:tok:<user>` | hash | third-party tokens (`mcp::connect`, the `oauth` feature): a field per provider |
+//! | `<p>:cf:<ref>`, `<p>:cfs:<state>`, `<p>:cfo:<user>`, `<p>:cfall` | | pending third-party sign-in links, their OAuth states and their bounds (`mcp::connect`) |
 //!
 //! Every session key expires with the session (`PEXPIRE` on each use; a write to a
 //! session that is gone does nothing). Replicas talk on the channels `<p>:bus` (everyone)
-//! and `<p>:to:<r>` (replica `r`). Redis holds session ids, which are bearer secrets:
-//! keep it private to the replicas.
+//! and `<p>:to:<r>` (replica `r`). Redis holds session ids, which are bearer secrets, and
+//! with `mcp::connect` users' third-party tokens and PKCE verifiers: keep it private to
+//! the replicas.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -119,13 +122,19 @@ impl RedisBackend {
     /// A new replica on this connection.
     pub fn replica(&self) -> Cluster {
         let this = Arc::new(self.clone());
-        Cluster::new(
+        let cluster = Cluster::new(
             Arc::clone(&this) as Arc<dyn SessionStore>,
             Arc::clone(&this) as Arc<dyn EventStore>,
             Arc::clone(&this) as Arc<dyn NonceStore>,
             Arc::clone(&this) as Arc<dyn Bus>,
         )
-        .with_tasks(this as Arc<dyn crate::tasks::TaskStore>)
+        .with_tasks(Arc::clone(&this) as Arc<dyn crate::tasks::TaskStore>);
+        #[cfg(feature = "oauth")]
+        let cluster = cluster.with_connect(
+            Arc::clone(&this) as Arc<dyn crate::connect::FlowStore>,
+            this as Arc<dyn crate::connect::TokenStore>,
+        );
+        cluster
     }
 
     fn key(&self, id: &str) -> String {

@@ -13,7 +13,7 @@ use crate::conn::Principal;
 
 /// A person as the connect route compares them: the subject and issuer that both the MCP
 /// principal (from the bearer token) and the browser's sign-in name.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BrowserUser {
     subject: String,
     issuer: Option<String>,

@@ -50,11 +50,51 @@
 //! ```
 //! Give the same `Connect` to the server (`ServerBuilder::state`) and to the HTTP
 //! transport (`HttpConfig::connect`), which serves its routes under `/connect`.
+//!
+//! # Expired tokens
+//!
+//! A stored access token that has expired (or expires within 30 s) is renewed with its
+//! refresh token at the provider's token endpoint ([`Provider::refresh`]) before
+//! [`Connect::token`] returns it, and the new set is stored (the old refresh token kept if
+//! the provider does not rotate it); concurrent calls of one user wait for one refresh.
+//! The user is sent through the browser again only when there is no refresh token or the
+//! provider rejects it (`invalid_grant`: the stored set is forgotten). Any other failure
+//! (the provider unreachable or failing) is [`ConnectError::Refresh`]: an outage does not
+//! make users connect again.
+//!
+//! # Replicas
+//!
+//! Behind a load balancer without sticky sessions, the browser's requests (the link, the
+//! third party's callback) may land on any replica. With
+//! [`ConnectBuilder::cluster`], the pending links live in the cluster's shared
+//! [`FlowStore`] and the tokens in its shared [`TokenStore`] (Redis for
+//! `mcp::cluster::redis`): a link opens once and a callback is accepted once across all
+//! replicas, and a flow that ends on another replica than the one whose call made the
+//! link is announced to that replica over the cluster's bus, where the waiting call goes
+//! on and its client gets `notifications/elicitation/complete`. If that replica is gone,
+//! the tokens are stored all the same and the client's retry finds them.
+//!
+//! ```no_run
+//! # use mcp::connect::{Connect, SignedCookie};
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let cluster = mcp::cluster::redis::connect("redis://10.0.0.5:6379", "mcp").await?;
+//! let connect = Connect::builder("https://mcp.example.com")
+//!     .identity(SignedCookie::new("session", b"the key your sign-in pages sign cookies with"))
+//!     .cluster(&cluster)
+//!     .build();
+//! let server = mcp::Server::builder("files", "1.0.0")
+//!     .state(connect.clone())
+//!     .state_key(std::fs::read("/run/secrets/mcp-state-key")?)
+//!     .cluster(cluster)
+//!     .build()?;
+//! # let _ = server; Ok(()) }
+//! ```
 
 mod flow;
 mod identity;
 mod pages;
 mod provider;
+mod refresh;
 mod routes;
 mod store;
 
@@ -63,11 +103,13 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use flow::{FlowLimits, FlowStore, MemoryFlowStore, PendingFlow};
 pub use identity::{BrowserIdentity, BrowserUser, SignedCookie, identity_fn};
 pub(crate) use provider::with_query;
-pub use provider::{OAuthProvider, Provider, TokenSet};
+pub use provider::{OAuthProvider, Provider, RefreshError, TokenSet};
 pub use store::{MemoryTokenStore, TokenStore};
 
+use crate::cluster::Cluster;
 use crate::context::{Ctx, UrlConsent};
 use crate::elicit::ClientRequestError;
 use crate::protocol::{CallToolResult, ElicitUrlParams};
@@ -89,6 +131,7 @@ struct Inner {
     providers: HashMap<String, Arc<dyn Provider>>,
     tokens: Arc<dyn TokenStore>,
     flows: flow::Flows,
+    refreshes: refresh::Refreshes,
     link_ttl: Duration,
     wait: Option<Duration>,
     answer_url_required: bool,
@@ -114,6 +157,8 @@ pub struct ConnectBuilder {
     identity: Option<Arc<dyn BrowserIdentity>>,
     providers: HashMap<String, Arc<dyn Provider>>,
     tokens: Option<Arc<dyn TokenStore>>,
+    flows: Option<Arc<dyn FlowStore>>,
+    cluster: Option<Cluster>,
     link_ttl: Duration,
     wait: Option<Duration>,
     max_flows: usize,
@@ -130,6 +175,8 @@ impl Connect {
             identity: None,
             providers: HashMap::new(),
             tokens: None,
+            flows: None,
+            cluster: None,
             link_ttl: LINK_TTL,
             wait: None,
             max_flows: 10_000,
@@ -147,7 +194,7 @@ impl Connect {
             return Err(ConnectError::UnknownProvider(provider.to_owned()));
         }
         let owner = BrowserUser::of(principal);
-        if let Some(tokens) = self.stored(&owner, provider).await? {
+        if let Some(tokens) = self.usable(&owner, provider).await? {
             return Ok(tokens);
         }
         let id = crate::util::random_token(24);
@@ -165,7 +212,8 @@ impl Connect {
                 // the URL in a -32042 error, and retries once the user is done.
                 self.inner
                     .flows
-                    .open(&id, owner, provider, None, self.inner.link_ttl)?;
+                    .open(&id, owner, provider, None, self.inner.link_ttl)
+                    .await?;
                 return Err(ConnectError::UrlRequired(
                     ProtocolError::url_elicitation_required(
                         format!("connect your {provider} account first"),
@@ -176,13 +224,17 @@ impl Connect {
             return Err(ConnectError::NotSupported);
         }
         let completion = ctx.elicitation_completion(&id);
-        let done = self.inner.flows.open(
-            &id,
-            owner.clone(),
-            provider,
-            completion,
-            self.inner.link_ttl,
-        )?;
+        let done = self
+            .inner
+            .flows
+            .open(
+                &id,
+                owner.clone(),
+                provider,
+                completion,
+                self.inner.link_ttl,
+            )
+            .await?;
         // The same key every round: a 2026-07-28 retry finds the earlier answer.
         let consent = ctx
             .elicit_url(&message, &url, &id)
@@ -191,7 +243,7 @@ impl Connect {
         let consent = match consent {
             Ok(c) => c,
             Err(e) => {
-                self.inner.flows.forget(&id);
+                self.inner.flows.forget(&id).await;
                 return Err(match e {
                     ClientRequestError::NotSupported => ConnectError::NotSupported,
                     other => ConnectError::Client(other),
@@ -199,14 +251,14 @@ impl Connect {
             }
         };
         if consent != UrlConsent::Accepted {
-            self.inner.flows.forget(&id);
+            self.inner.flows.forget(&id).await;
             return Err(ConnectError::Declined);
         }
         if stateless {
             // A retry: the user went through the flow the earlier round's link started
             // (this round's link was never shown).
-            self.inner.flows.forget(&id);
-            return match self.stored(&owner, provider).await? {
+            self.inner.flows.forget(&id).await;
+            return match self.usable(&owner, provider).await? {
                 Some(tokens) => Ok(tokens),
                 None => Err(ConnectError::NotFinished),
             };
@@ -223,8 +275,8 @@ impl Connect {
             _ = tokio::time::sleep(wait) => None,
             _ = ctx.cancelled() => None,
         };
-        self.inner.flows.forget(&id);
-        match (ended, self.stored(&owner, provider).await?) {
+        self.inner.flows.forget(&id).await;
+        match (ended, self.usable(&owner, provider).await?) {
             (_, Some(tokens)) => Ok(tokens),
             (Some(_), None) => Err(ConnectError::Refused),
             (None, None) => Err(ConnectError::NotFinished),
@@ -244,18 +296,24 @@ impl Connect {
             .map_err(|e| ConnectError::Store(e.to_string()))
     }
 
-    async fn stored(
+    /// The owner's tokens for `provider` if they can be used: unexpired, or refreshed.
+    async fn usable(
         &self,
         owner: &BrowserUser,
         provider: &str,
     ) -> Result<Option<TokenSet>, ConnectError> {
-        let tokens = self
-            .inner
-            .tokens
-            .get(&owner.key(), provider)
+        let Some(third_party) = self.inner.providers.get(provider) else {
+            return Err(ConnectError::UnknownProvider(provider.to_owned()));
+        };
+        self.inner
+            .refreshes
+            .usable(
+                self.inner.tokens.as_ref(),
+                &owner.key(),
+                provider,
+                third_party.as_ref(),
+            )
             .await
-            .map_err(|e| ConnectError::Store(e.to_string()))?;
-        Ok(tokens.filter(|t| !t.expired()))
     }
 
     /// The routes browsers open (`{path}/{reference}` and `{path}/callback`), for the HTTP
@@ -288,8 +346,8 @@ impl ConnectBuilder {
         self
     }
 
-    /// Where the third parties' tokens are kept (default: in memory, lost on restart; use
-    /// the Redis backend's store with replicas).
+    /// Where the third parties' tokens are kept (default: the [`cluster`](Self::cluster)'s
+    /// shared store, else in memory, lost on restart).
     pub fn tokens(mut self, store: impl TokenStore) -> Self {
         self.tokens = Some(Arc::new(store));
         self
@@ -298,6 +356,31 @@ impl ConnectBuilder {
     /// The store, shared.
     pub fn token_store(mut self, store: Arc<dyn TokenStore>) -> Self {
         self.tokens = Some(store);
+        self
+    }
+
+    /// Where pending links are recorded (default: the [`cluster`](Self::cluster)'s shared
+    /// store, else in memory).
+    pub fn flows(mut self, store: impl FlowStore) -> Self {
+        self.flows = Some(Arc::new(store));
+        self
+    }
+
+    /// The store of pending links, shared.
+    pub fn flow_store(mut self, store: Arc<dyn FlowStore>) -> Self {
+        self.flows = Some(store);
+        self
+    }
+
+    /// Runs as one replica of several behind a load balancer: pending links and tokens go
+    /// to the cluster's shared stores (unless [`flows`](Self::flows) or
+    /// [`tokens`](Self::tokens) say otherwise), so the browser may open a link and come
+    /// back from the third party on any replica; a flow that ends on another replica
+    /// reaches the waiting call (and its client's `notifications/elicitation/complete`)
+    /// over the cluster's bus. Give the server the same `Cluster`
+    /// (`ServerBuilder::cluster`), which starts its bus.
+    pub fn cluster(mut self, cluster: &Cluster) -> Self {
+        self.cluster = Some(cluster.clone());
         self
     }
 
@@ -331,8 +414,9 @@ impl ConnectBuilder {
         self
     }
 
-    /// How many links may be pending at once, across users (default 10 000); each user
-    /// has at most 8. Beyond it a call is refused rather than memory growing.
+    /// How many links may be pending at once, across users (default 10 000; in a shared
+    /// store, across replicas); each user has at most 8. Beyond it a call is refused
+    /// rather than memory growing.
     pub fn max_pending(mut self, n: usize) -> Self {
         self.max_flows = n.max(1);
         self
@@ -347,16 +431,29 @@ impl ConnectBuilder {
         let identity = self.identity.expect(
             "Connect needs a BrowserIdentity: how the connect route learns who opened a link",
         );
+        let cluster = self.cluster;
+        let flows = self
+            .flows
+            .or_else(|| cluster.as_ref().and_then(|c| c.flow_store().cloned()));
+        let tokens = self
+            .tokens
+            .or_else(|| cluster.as_ref().and_then(|c| c.token_store().cloned()));
+        if cluster.is_some() && (flows.is_none() || tokens.is_none()) {
+            tracing::warn!(target: "mcp::connect", "this cluster shares no connect stores (Cluster::with_connect): links and tokens stay on the replica that made them");
+        }
         Connect {
             inner: Arc::new(Inner {
                 base_url: self.base_url,
                 path: self.path,
                 identity,
                 providers: self.providers,
-                tokens: self
-                    .tokens
-                    .unwrap_or_else(|| Arc::new(MemoryTokenStore::new())),
-                flows: flow::Flows::new(self.max_flows),
+                tokens: tokens.unwrap_or_else(|| Arc::new(MemoryTokenStore::new())),
+                flows: flow::Flows::new(
+                    flows.unwrap_or_else(|| Arc::new(MemoryFlowStore::new())),
+                    self.max_flows,
+                    cluster,
+                ),
+                refreshes: refresh::Refreshes::default(),
                 link_ttl: self.link_ttl,
                 wait: self.wait,
                 answer_url_required: self.answer_url_required,
@@ -390,8 +487,12 @@ pub enum ConnectError {
     Busy,
     /// Asking the client failed.
     Client(ClientRequestError),
-    /// The token store failed.
+    /// The token store or the store of pending links failed.
     Store(String),
+    /// The stored access token expired and could not be refreshed for a reason other than
+    /// the third party rejecting the refresh token (it was unreachable, or answered with
+    /// an error): the user is not sent to connect again for an outage.
+    Refresh(String),
 }
 
 impl ConnectError {
@@ -407,7 +508,8 @@ impl ConnectError {
             ConnectError::Refused => "the sign-in did not complete".to_owned(),
             ConnectError::Busy => "too many sign-ins are pending; try again in a few minutes".to_owned(),
             ConnectError::Client(e) => format!("could not ask the user: {e}"),
-            ConnectError::Store(e) => format!("the token store failed: {e}"),
+            ConnectError::Store(e) => format!("the server's store failed: {e}"),
+            ConnectError::Refresh(e) => format!("could not renew the access to the service: {e}"),
         }
     }
 }

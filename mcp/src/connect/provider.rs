@@ -79,7 +79,47 @@ impl TokenSet {
     pub fn expired(&self) -> bool {
         self.expires_at.is_some_and(|at| at <= unix_now() + 30)
     }
+
+    /// The set a refresh answered, completed from the set it replaces: a third party that
+    /// does not rotate refresh tokens leaves the old one in force, and one that does not
+    /// repeat the scopes granted them unchanged (RFC 6749, sections 5.1 and 6).
+    pub(super) fn renewing(mut self, old: &TokenSet) -> TokenSet {
+        if self.refresh_token.is_none() {
+            self.refresh_token.clone_from(&old.refresh_token);
+        }
+        if self.scope.is_none() {
+            self.scope.clone_from(&old.scope);
+        }
+        self
+    }
 }
+
+/// Why a third party did not refresh a user's tokens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RefreshError {
+    /// The third party no longer honours the refresh token (`invalid_grant`: revoked,
+    /// expired, or the user withdrew their consent): the user has to connect again.
+    Rejected,
+    /// This provider cannot refresh tokens: the user connects again once the access token
+    /// expires.
+    Unsupported,
+    /// The refresh could not be done (the token endpoint unreachable or failing, or an
+    /// answer that is not a token response): nothing is known about the grant, so the
+    /// user is not sent to connect again.
+    Failed(String),
+}
+
+impl std::fmt::Display for RefreshError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RefreshError::Rejected => f.write_str("the third party rejected the refresh token"),
+            RefreshError::Unsupported => f.write_str("the provider cannot refresh tokens"),
+            RefreshError::Failed(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for RefreshError {}
 
 fn unix_now() -> u64 {
     SystemTime::now()
@@ -102,6 +142,17 @@ pub trait Provider: Send + Sync + 'static {
         verifier: &'a str,
         redirect_uri: &'a str,
     ) -> BoxFuture<'a, Result<TokenSet, String>>;
+
+    /// Exchanges a refresh token for new tokens (server to server), when the stored access
+    /// token has expired. By default the provider cannot
+    /// ([`RefreshError::Unsupported`]): the user connects again.
+    fn refresh<'a>(
+        &'a self,
+        refresh_token: &'a str,
+    ) -> BoxFuture<'a, Result<TokenSet, RefreshError>> {
+        let _ = refresh_token;
+        Box::pin(std::future::ready(Err(RefreshError::Unsupported)))
+    }
 }
 
 /// A standard OAuth 2.1 authorization server: the authorization and token endpoints, a
@@ -206,46 +257,104 @@ impl Provider for OAuthProvider {
         redirect_uri: &'a str,
     ) -> BoxFuture<'a, Result<TokenSet, String>> {
         Box::pin(async move {
-            let fetcher = self.fetcher.as_ref().map_err(Clone::clone)?;
-            let url = fetcher
-                .check_url(&self.token_endpoint, "token endpoint")
-                .map_err(|e| e.to_string())?;
-            // Built apart: the serializer is not `Send`, and must not live across the await.
-            let (body, authorization) = {
-                let mut form = form_urlencoded::Serializer::new(String::new());
-                form.append_pair("grant_type", "authorization_code")
-                    .append_pair("code", code)
-                    .append_pair("redirect_uri", redirect_uri)
-                    .append_pair("code_verifier", verifier);
-                let authorization = match &self.client_secret {
-                    Some(secret) => Some(
-                        basic_authorization(&self.client_id, secret).map_err(|e| e.to_string())?,
-                    ),
-                    None => {
-                        form.append_pair("client_id", &self.client_id);
-                        None
-                    }
-                };
-                (form.finish(), authorization)
-            };
-            let fetched = fetcher
-                .post_form(&url, body, authorization)
-                .await
-                .map_err(|e| e.to_string())?;
-            if !fetched.status.is_success() {
-                return Err(format!(
-                    "the token endpoint refused the code ({})",
-                    fetched.status
-                ));
+            let grant = [
+                ("grant_type", "authorization_code"),
+                ("code", code),
+                ("redirect_uri", redirect_uri),
+                ("code_verifier", verifier),
+            ];
+            match self.token_request(&grant).await? {
+                Answer::Tokens(tokens) => Ok(tokens),
+                Answer::Refused { status, .. } => {
+                    Err(format!("the token endpoint refused the code ({status})"))
+                }
             }
-            let parsed: TokenResponse = serde_json::from_slice(&fetched.body)
-                .map_err(|e| format!("the token endpoint's answer is not a token response: {e}"))?;
-            Ok(TokenSet::new(
-                parsed.access_token,
-                parsed.refresh_token,
-                parsed.expires_in.map(Duration::from_secs),
-                parsed.scope,
-            ))
         })
+    }
+
+    fn refresh<'a>(
+        &'a self,
+        refresh_token: &'a str,
+    ) -> BoxFuture<'a, Result<TokenSet, RefreshError>> {
+        Box::pin(async move {
+            let grant = [
+                ("grant_type", "refresh_token"),
+                ("refresh_token", refresh_token),
+            ];
+            match self.token_request(&grant).await {
+                Ok(Answer::Tokens(tokens)) => Ok(tokens),
+                Ok(Answer::Refused { error, .. }) if error.as_deref() == Some("invalid_grant") => {
+                    Err(RefreshError::Rejected)
+                }
+                Ok(Answer::Refused { status, error }) => Err(RefreshError::Failed(format!(
+                    "the token endpoint refused the refresh ({status}{})",
+                    error.map(|e| format!(", {e}")).unwrap_or_default()
+                ))),
+                Err(e) => Err(RefreshError::Failed(e)),
+            }
+        })
+    }
+}
+
+/// What the token endpoint answered.
+enum Answer {
+    Tokens(TokenSet),
+    /// An error status, with the OAuth `error` code when the body carried one.
+    Refused {
+        status: axum::http::StatusCode,
+        error: Option<String>,
+    },
+}
+
+#[derive(Deserialize)]
+struct ErrorResponse {
+    error: String,
+}
+
+impl OAuthProvider {
+    /// Posts a grant to the token endpoint, authenticated as the client (HTTP Basic with
+    /// a secret, else `client_id` in the form); `Err` when it cannot be reached or answers
+    /// nonsense.
+    async fn token_request(&self, grant: &[(&str, &str)]) -> Result<Answer, String> {
+        let fetcher = self.fetcher.as_ref().map_err(Clone::clone)?;
+        let url = fetcher
+            .check_url(&self.token_endpoint, "token endpoint")
+            .map_err(|e| e.to_string())?;
+        // Built apart: the serializer is not `Send`, and must not live across the await.
+        let (body, authorization) = {
+            let mut form = form_urlencoded::Serializer::new(String::new());
+            form.extend_pairs(grant);
+            let authorization = match &self.client_secret {
+                Some(secret) => {
+                    Some(basic_authorization(&self.client_id, secret).map_err(|e| e.to_string())?)
+                }
+                None => {
+                    form.append_pair("client_id", &self.client_id);
+                    None
+                }
+            };
+            (form.finish(), authorization)
+        };
+        let fetched = fetcher
+            .post_form(&url, body, authorization)
+            .await
+            .map_err(|e| e.to_string())?;
+        if !fetched.status.is_success() {
+            let error = serde_json::from_slice::<ErrorResponse>(&fetched.body)
+                .ok()
+                .map(|e| e.error);
+            return Ok(Answer::Refused {
+                status: fetched.status,
+                error,
+            });
+        }
+        let parsed: TokenResponse = serde_json::from_slice(&fetched.body)
+            .map_err(|e| format!("the token endpoint's answer is not a token response: {e}"))?;
+        Ok(Answer::Tokens(TokenSet::new(
+            parsed.access_token,
+            parsed.refresh_token,
+            parsed.expires_in.map(Duration::from_secs),
+            parsed.scope,
+        )))
     }
 }

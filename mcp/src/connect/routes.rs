@@ -29,7 +29,7 @@ async fn open(
         return refused(&connect, Refusal::Unknown, &reference);
     }
     let who = connect.inner.identity.identify(&headers).await;
-    let opened = match connect.inner.flows.begin(&reference, who.as_ref()) {
+    let opened = match connect.inner.flows.begin(&reference, who.as_ref()).await {
         Ok(opened) => opened,
         Err(refusal) => return refused(&connect, refusal, &reference),
     };
@@ -74,13 +74,13 @@ async fn callback(
         );
     };
     let who = connect.inner.identity.identify(&headers).await;
-    let returned = match connect.inner.flows.returned(state, who.as_ref()) {
+    let returned = match connect.inner.flows.returned(state, who.as_ref()).await {
         Ok(r) => r,
         Err(refusal) => return refused(&connect, refusal, ""),
     };
     let flows = &connect.inner.flows;
     if let Some(error) = back.error {
-        flows.finish(&returned.reference, false);
+        flows.finish(&returned.reference, false).await;
         tracing::info!(target: "mcp::connect", provider = %returned.provider, error = %error, "the third party refused the sign-in");
         return page(
             StatusCode::BAD_REQUEST,
@@ -93,7 +93,7 @@ async fn callback(
         back.code.as_deref(),
         connect.inner.providers.get(&returned.provider),
     ) else {
-        flows.finish(&returned.reference, false);
+        flows.finish(&returned.reference, false).await;
         return page(
             StatusCode::BAD_REQUEST,
             "Cannot continue",
@@ -107,7 +107,7 @@ async fn callback(
     {
         Ok(tokens) => tokens,
         Err(e) => {
-            flows.finish(&returned.reference, false);
+            flows.finish(&returned.reference, false).await;
             tracing::warn!(target: "mcp::connect", provider = %returned.provider, error = %e, "could not exchange a sign-in code");
             return page(
                 StatusCode::BAD_GATEWAY,
@@ -123,7 +123,7 @@ async fn callback(
         .put(&returned.owner.key(), &returned.provider, &tokens)
         .await;
     if let Err(e) = stored {
-        flows.finish(&returned.reference, false);
+        flows.finish(&returned.reference, false).await;
         tracing::error!(target: "mcp::connect", error = %e, "could not store a user's tokens");
         return page(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -132,7 +132,7 @@ async fn callback(
             None,
         );
     }
-    flows.finish(&returned.reference, true);
+    flows.finish(&returned.reference, true).await;
     tracing::info!(target: "mcp::connect", provider = %returned.provider, "an account was connected");
     page(
         StatusCode::OK,
@@ -178,6 +178,12 @@ fn refused(connect: &Connect, refusal: Refusal, reference: &str) -> Response {
                 sign_in.as_deref().map(|url| (url, "Sign in")),
             )
         }
+        Refusal::Unavailable => page(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Cannot continue right now",
+            "This server cannot check the link at the moment. Try again in a minute.",
+            None,
+        ),
         Refusal::WrongUser => {
             tracing::warn!(target: "mcp::connect", "a link was opened by someone other than the user it was made for; refused, and the link is spent");
             page(

@@ -1,12 +1,14 @@
 //! A third party's OAuth 2.1 authorization server in this process, for tests and demos of
 //! [`crate::connect`] (the `oauth` feature): it approves every authorization at once,
-//! checks PKCE, the redirect URI and the client's secret at its token endpoint, and counts
-//! what it issued.
+//! checks PKCE, the redirect URI and the client's secret at its token endpoint, issues
+//! refresh tokens (honoured until revoked, not rotated) and access tokens of a lifetime
+//! you choose, and counts what it issued.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Query, State};
@@ -32,11 +34,29 @@ pub struct MockProvider {
     stop: CancellationToken,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Shared {
     codes: Mutex<HashMap<String, Grant>>,
+    /// The refresh tokens it still honours.
+    refresh_tokens: Mutex<HashSet<String>>,
     issued: AtomicUsize,
-    refuse: std::sync::atomic::AtomicBool,
+    refreshes: AtomicUsize,
+    /// The `expires_in` of the access tokens it issues, in seconds.
+    lifetime: AtomicU64,
+    refuse: AtomicBool,
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Shared {
+            codes: Mutex::default(),
+            refresh_tokens: Mutex::default(),
+            issued: AtomicUsize::new(0),
+            refreshes: AtomicUsize::new(0),
+            lifetime: AtomicU64::new(3600),
+            refuse: AtomicBool::new(false),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -83,9 +103,33 @@ impl MockProvider {
         .fetch_options(&crate::auth::bearer::FetchOptions::new().allow_http_loopback())
     }
 
-    /// How many access tokens it issued.
+    /// How many access tokens it issued (for codes and for refresh tokens).
     pub fn tokens_issued(&self) -> usize {
         self.state.issued.load(Ordering::SeqCst)
+    }
+
+    /// How many refresh tokens it exchanged for access tokens.
+    pub fn refreshes(&self) -> usize {
+        self.state.refreshes.load(Ordering::SeqCst)
+    }
+
+    /// The lifetime (`expires_in`) of the access tokens it issues from now on (default an
+    /// hour). `mcp::connect` counts a token within 30 s of its expiry as expired, so 32 s
+    /// makes a token that is fresh when issued and due for a refresh two seconds later.
+    pub fn access_token_lifetime(&self, lifetime: Duration) {
+        self.state
+            .lifetime
+            .store(lifetime.as_secs(), Ordering::SeqCst);
+    }
+
+    /// Revokes every refresh token it issued: refreshing with one gets `invalid_grant`.
+    pub fn revoke_refresh_tokens(&self) {
+        self.state.refresh_tokens.lock().clear();
+    }
+
+    /// Stops serving: its endpoints refuse connections from now on (an outage).
+    pub fn stop(&self) {
+        self.stop.cancel();
     }
 
     /// From now on, the user refuses at the authorization page (`error=access_denied`).
@@ -102,6 +146,10 @@ impl Drop for MockProvider {
 
 fn plain(status: StatusCode, text: &str) -> Response {
     (status, text.to_owned()).into_response()
+}
+
+fn invalid_grant() -> Response {
+    plain(StatusCode::BAD_REQUEST, r#"{"error":"invalid_grant"}"#)
 }
 
 /// The authorization page: approves at once, sending the browser back with a code.
@@ -167,32 +215,49 @@ async fn token(State(state): State<Arc<Shared>>, headers: HeaderMap, body: Strin
     {
         return plain(StatusCode::UNAUTHORIZED, r#"{"error":"invalid_client"}"#);
     }
-    if get("grant_type") != "authorization_code" {
-        return plain(
+    match get("grant_type") {
+        "authorization_code" => {
+            let Some(grant) = state.codes.lock().remove(get("code")) else {
+                return invalid_grant();
+            };
+            let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(sha2::Sha256::digest(get("code_verifier").as_bytes()));
+            if challenge != grant.challenge || get("redirect_uri") != grant.redirect_uri {
+                return invalid_grant();
+            }
+            let n = state.issued.fetch_add(1, Ordering::SeqCst) + 1;
+            let refresh = format!("mock-refresh-{n}");
+            state.refresh_tokens.lock().insert(refresh.clone());
+            tokens(&state, n, Some(refresh))
+        }
+        "refresh_token" => {
+            if !state.refresh_tokens.lock().contains(get("refresh_token")) {
+                return invalid_grant();
+            }
+            state.refreshes.fetch_add(1, Ordering::SeqCst);
+            let n = state.issued.fetch_add(1, Ordering::SeqCst) + 1;
+            // Not rotated: the client keeps using the refresh token it has.
+            tokens(&state, n, None)
+        }
+        _ => plain(
             StatusCode::BAD_REQUEST,
             r#"{"error":"unsupported_grant_type"}"#,
-        );
+        ),
     }
-    let Some(grant) = state.codes.lock().remove(get("code")) else {
-        return plain(StatusCode::BAD_REQUEST, r#"{"error":"invalid_grant"}"#);
-    };
-    let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .encode(sha2::Sha256::digest(get("code_verifier").as_bytes()));
-    if challenge != grant.challenge || get("redirect_uri") != grant.redirect_uri {
-        return plain(StatusCode::BAD_REQUEST, r#"{"error":"invalid_grant"}"#);
+}
+
+/// A token response with the `n`th access token.
+fn tokens(state: &Shared, n: usize, refresh_token: Option<String>) -> Response {
+    let mut body = serde_json::json!({
+        "access_token": format!("mock-access-{n}"),
+        "token_type": "Bearer",
+        "expires_in": state.lifetime.load(Ordering::SeqCst),
+        "scope": "repo:read",
+    });
+    if let Some(refresh) = refresh_token {
+        body["refresh_token"] = refresh.into();
     }
-    let n = state.issued.fetch_add(1, Ordering::SeqCst) + 1;
-    let mut response = plain(
-        StatusCode::OK,
-        &serde_json::json!({
-            "access_token": format!("mock-access-{n}"),
-            "token_type": "Bearer",
-            "expires_in": 3600,
-            "refresh_token": format!("mock-refresh-{n}"),
-            "scope": "repo:read",
-        })
-        .to_string(),
-    );
+    let mut response = plain(StatusCode::OK, &body.to_string());
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         header::HeaderValue::from_static("application/json"),
