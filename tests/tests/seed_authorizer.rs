@@ -534,7 +534,7 @@ async fn a_whole_filtered_listing_decides_each_tool_about_once() {
             counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             // Every third tool is hidden: pages skip over them.
             let n: usize = req.name()[5..].parse().unwrap();
-            if n % 3 == 0 {
+            if n.is_multiple_of(3) {
                 Decision::deny("hidden")
             } else {
                 Decision::Allow

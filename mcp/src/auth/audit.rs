@@ -64,9 +64,9 @@ pub struct AuditEvent {
     /// SHA-256 (hex) of the canonical JSON of the arguments, so calls can be correlated
     /// without logging their contents.
     pub argument_digest: String,
-    /// `allow`, `deny` or `ask`.
+    /// `allow`, `deny`, `ask` or `url`.
     pub decision: &'static str,
-    /// The deny reason or ask prompt, if any.
+    /// The deny reason, the ask prompt or what a URL step is for (never its URL), if any.
     pub detail: Option<String>,
     /// What happened.
     pub outcome: AuditOutcome,
