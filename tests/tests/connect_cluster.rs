@@ -99,9 +99,8 @@ impl Replicas {
     /// Whether the shared token store holds `user`'s tokens, as replica `i` reads it.
     async fn stored(&self, user: &str, i: usize) -> bool {
         let key = format!("principal:{}:{user}", ISSUER.replace(':', "%3A"));
-        let store = self.clusters[i]
-            .token_store()
-            .expect("the cluster shares tokens");
+        let (_, store) =
+            mcp::connect::shared_stores(&self.clusters[i]).expect("the cluster shares tokens");
         store.get(&key, "codehost").await.unwrap().is_some()
     }
 
@@ -481,8 +480,8 @@ async fn the_flow_store_keeps_its_contract(kind: Kind) {
         return;
     };
     // Both replicas' views of the one store.
-    let a = s.clusters[A].flow_store().unwrap().clone();
-    let b = s.clusters[B].flow_store().unwrap().clone();
+    let (a, _) = mcp::connect::shared_stores(&s.clusters[A]).unwrap();
+    let (b, _) = mcp::connect::shared_stores(&s.clusters[B]).unwrap();
     let now_ms = now() * 1000;
     let flow = |owner: &str, expires_at_ms: u64| PendingFlow {
         owner: BrowserUser::new(owner, Some(ISSUER)),

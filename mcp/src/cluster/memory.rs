@@ -2,6 +2,7 @@
 //! server has by default, and [`MemoryBackend`], every store and the bus for replicas that
 //! live in one process (tests, or several routers in one application).
 
+use std::any::{Any, TypeId};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -124,10 +125,9 @@ pub struct MemoryBackend {
     state: Arc<Mutex<MemState>>,
     nonces: Arc<MemoryNonces>,
     tasks: Arc<crate::tasks::MemoryTaskStore>,
-    #[cfg(feature = "oauth")]
-    connect_flows: Arc<crate::connect::MemoryFlowStore>,
-    #[cfg(feature = "oauth")]
-    connect_tokens: Arc<crate::connect::MemoryTokenStore>,
+    /// Records of features above the cluster, one of each type, shared by the replicas
+    /// (see [`MemoryBackend::shared`]).
+    shared: Arc<Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>>,
 }
 
 impl Default for MemoryBackend {
@@ -143,29 +143,34 @@ impl MemoryBackend {
             state: Arc::new(Mutex::new(MemState::default())),
             nonces: Arc::new(MemoryNonces::new(1_000_000)),
             tasks: Arc::new(crate::tasks::MemoryTaskStore::new()),
-            #[cfg(feature = "oauth")]
-            connect_flows: Arc::new(crate::connect::MemoryFlowStore::new()),
-            #[cfg(feature = "oauth")]
-            connect_tokens: Arc::new(crate::connect::MemoryTokenStore::new()),
+            shared: Arc::default(),
         }
+    }
+
+    /// The one `T` every replica of this backend shares, made on first use: how a
+    /// feature above the cluster (such as [`crate::connect`]'s pending links) keeps shared
+    /// records here without the cluster knowing of it.
+    pub fn shared<T: Any + Default + Send + Sync>(&self) -> Arc<T> {
+        let mut shared = self.shared.lock();
+        let entry = shared
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()));
+        Arc::clone(entry)
+            .downcast::<T>()
+            .expect("entries are stored under their own type id")
     }
 
     /// A new replica over this state.
     pub fn replica(&self) -> Cluster {
         let this = Arc::new(self.clone());
-        let cluster = Cluster::new(
+        Cluster::new(
             Arc::clone(&this) as Arc<dyn SessionStore>,
             Arc::clone(&this) as Arc<dyn EventStore>,
             Arc::clone(&this.nonces) as Arc<dyn NonceStore>,
             Arc::clone(&this) as Arc<dyn Bus>,
         )
-        .with_tasks(Arc::clone(&this.tasks) as Arc<dyn crate::tasks::TaskStore>);
-        #[cfg(feature = "oauth")]
-        let cluster = cluster.with_connect(
-            Arc::clone(&this.connect_flows) as Arc<dyn crate::connect::FlowStore>,
-            Arc::clone(&this.connect_tokens) as Arc<dyn crate::connect::TokenStore>,
-        );
-        cluster
+        .with_tasks(Arc::clone(&this.tasks) as Arc<dyn crate::tasks::TaskStore>)
+        .with_backend(this)
     }
 
     /// Makes `replica` dead, as if its process were killed: it stops receiving bus

@@ -26,8 +26,8 @@
 //!   the deny, anything else with an error) and the response is left on the call's stream
 //!   for the client to resume: nothing hangs.
 //! - **Third-party sign-in (the `oauth` feature).** `mcp::connect`'s pending links and the
-//!   users' tokens live in stores the cluster shares (`Cluster::with_connect`; both
-//!   backends set them), so the browser may open a link and come back from the third
+//!   users' tokens live on the cluster's backend (`ConnectBuilder::cluster` finds it
+//!   through [`Cluster::backend`]), so the browser may open a link and come back from the third
 //!   party on any replica; a flow that ends elsewhere reaches the replica whose call
 //!   waits for it over the [`Bus`] ([`BusMessage::ConnectFinished`]).
 //!
@@ -548,19 +548,13 @@ struct ClusterInner {
     nonces: Arc<dyn NonceStore>,
     bus: Arc<dyn Bus>,
     tasks: Option<Arc<dyn crate::tasks::TaskStore>>,
-    #[cfg(feature = "oauth")]
-    connect: Option<ConnectStores>,
+    /// The backend itself, for layers above the cluster that keep their own shared
+    /// records in it and recognise it by type (as [`crate::connect`] does): the cluster
+    /// knows nothing of them.
+    backend: Option<Arc<dyn std::any::Any + Send + Sync>>,
     handlers: RwLock<Vec<Handler>>,
     started: AtomicBool,
     stop: CancellationToken,
-}
-
-/// The stores third-party sign-in ([`crate::connect`]) shares between replicas.
-#[cfg(feature = "oauth")]
-#[derive(Clone)]
-struct ConnectStores {
-    flows: Arc<dyn crate::connect::FlowStore>,
-    tokens: Arc<dyn crate::connect::TokenStore>,
 }
 
 impl fmt::Debug for Cluster {
@@ -593,8 +587,7 @@ impl Cluster {
                 nonces,
                 bus,
                 tasks: None,
-                #[cfg(feature = "oauth")]
-                connect: None,
+                backend: None,
                 handlers: RwLock::new(Vec::new()),
                 started: AtomicBool::new(false),
                 stop: CancellationToken::new(),
@@ -612,36 +605,25 @@ impl Cluster {
         }
     }
 
-    /// The same replica with the stores third-party sign-in shares: its pending links
-    /// and the users' tokens, so that a link made on one replica opens and finishes on any
-    /// (see [`crate::connect`]; [`ConnectBuilder::cluster`](crate::connect::ConnectBuilder::cluster)
-    /// picks them up). Call it before the replica starts.
-    #[cfg(feature = "oauth")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
-    pub fn with_connect(
-        self,
-        flows: Arc<dyn crate::connect::FlowStore>,
-        tokens: Arc<dyn crate::connect::TokenStore>,
-    ) -> Self {
+    /// The same replica, naming the backend its stores are on ([`MemoryBackend`] and
+    /// [`RedisBackend`](redis::RedisBackend) name themselves), so that features with shared
+    /// records of their own, such as [`crate::connect`]'s pending links, find it. Call it
+    /// before the replica starts.
+    ///
+    /// [`MemoryBackend`]: memory::MemoryBackend
+    pub fn with_backend<B: std::any::Any + Send + Sync>(self, backend: Arc<B>) -> Self {
         let mut inner = self.respawn();
-        inner.connect = Some(ConnectStores { flows, tokens });
+        inner.backend = Some(backend);
         Cluster {
             inner: Arc::new(inner),
         }
     }
 
-    /// The shared store of pending third-party sign-in links, if the replicas share one.
-    #[cfg(feature = "oauth")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
-    pub fn flow_store(&self) -> Option<&Arc<dyn crate::connect::FlowStore>> {
-        self.inner.connect.as_ref().map(|c| &c.flows)
-    }
-
-    /// The shared store of third parties' tokens, if the replicas share one.
-    #[cfg(feature = "oauth")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
-    pub fn token_store(&self) -> Option<&Arc<dyn crate::connect::TokenStore>> {
-        self.inner.connect.as_ref().map(|c| &c.tokens)
+    /// The backend this replica's stores are on, if it is a `B`.
+    pub fn backend<B: std::any::Any + Send + Sync>(&self) -> Option<Arc<B>> {
+        Arc::clone(self.inner.backend.as_ref()?)
+            .downcast::<B>()
+            .ok()
     }
 
     /// A copy of this replica's parts, not started.
@@ -654,8 +636,7 @@ impl Cluster {
             nonces: Arc::clone(&i.nonces),
             bus: Arc::clone(&i.bus),
             tasks: i.tasks.clone(),
-            #[cfg(feature = "oauth")]
-            connect: i.connect.clone(),
+            backend: i.backend.clone(),
             handlers: RwLock::new(i.handlers.read().clone()),
             // The old value stops what it started when it drops: this one starts
             // afresh.

@@ -122,19 +122,14 @@ impl RedisBackend {
     /// A new replica on this connection.
     pub fn replica(&self) -> Cluster {
         let this = Arc::new(self.clone());
-        let cluster = Cluster::new(
+        Cluster::new(
             Arc::clone(&this) as Arc<dyn SessionStore>,
             Arc::clone(&this) as Arc<dyn EventStore>,
             Arc::clone(&this) as Arc<dyn NonceStore>,
             Arc::clone(&this) as Arc<dyn Bus>,
         )
-        .with_tasks(Arc::clone(&this) as Arc<dyn crate::tasks::TaskStore>);
-        #[cfg(feature = "oauth")]
-        let cluster = cluster.with_connect(
-            Arc::clone(&this) as Arc<dyn crate::connect::FlowStore>,
-            this as Arc<dyn crate::connect::TokenStore>,
-        );
-        cluster
+        .with_tasks(Arc::clone(&this) as Arc<dyn crate::tasks::TaskStore>)
+        .with_backend(this)
     }
 
     fn key(&self, id: &str) -> String {

@@ -432,14 +432,11 @@ impl ConnectBuilder {
             "Connect needs a BrowserIdentity: how the connect route learns who opened a link",
         );
         let cluster = self.cluster;
-        let flows = self
-            .flows
-            .or_else(|| cluster.as_ref().and_then(|c| c.flow_store().cloned()));
-        let tokens = self
-            .tokens
-            .or_else(|| cluster.as_ref().and_then(|c| c.token_store().cloned()));
+        let shared = cluster.as_ref().and_then(shared_stores);
+        let flows = self.flows.or_else(|| shared.as_ref().map(|s| s.0.clone()));
+        let tokens = self.tokens.or_else(|| shared.map(|s| s.1));
         if cluster.is_some() && (flows.is_none() || tokens.is_none()) {
-            tracing::warn!(target: "mcp::connect", "this cluster shares no connect stores (Cluster::with_connect): links and tokens stay on the replica that made them");
+            tracing::warn!(target: "mcp::connect", "this cluster's backend keeps no connect records (a custom backend: give the builder `flows` and `tokens`): links and tokens stay on the replica that made them");
         }
         Connect {
             inner: Arc::new(Inner {
@@ -521,4 +518,20 @@ impl IntoToolFailure for ConnectError {
             other => CallToolResult::error(other.message()),
         }
     }
+}
+
+/// The stores of pending links and of users' third-party tokens that the replicas of
+/// `cluster` share, on its backend (the in-memory one or Redis); `None` for a backend
+/// that keeps none (a custom one: give [`ConnectBuilder::flows`] and
+/// [`ConnectBuilder::tokens`] yours).
+pub fn shared_stores(cluster: &Cluster) -> Option<(Arc<dyn FlowStore>, Arc<dyn TokenStore>)> {
+    #[cfg(feature = "redis")]
+    if let Some(redis) = cluster.backend::<crate::cluster::redis::RedisBackend>() {
+        return Some((redis.clone(), redis));
+    }
+    let memory = cluster.backend::<crate::cluster::memory::MemoryBackend>()?;
+    Some((
+        memory.shared::<MemoryFlowStore>(),
+        memory.shared::<MemoryTokenStore>(),
+    ))
 }
