@@ -2,7 +2,8 @@
 # Instructions per in-process dispatch, from callgrind: the difference between runs of
 # 2N and N dispatches, divided by N, so start-up cost cancels out.
 #   bench/micro/ir.sh [call|stateless|list|layered] [N]
-# BENCH_FEATURES=otel measures a build with those features of bench-micro.
+# BENCH_FEATURES=otel measures a build with those features of bench-micro;
+# BENCH_AUDIT_ROUTINE=debug puts the guarded modes' routine audit events below INFO.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-call}

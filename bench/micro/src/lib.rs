@@ -75,7 +75,14 @@ pub fn server_with_tools_guarded(n: usize, page: usize) -> Server {
 }
 
 fn guarded(builder: mcp::server::ServerBuilder) -> Server {
+    // BENCH_AUDIT_ROUTINE=debug: routine audit events (read-only tools allowed and served)
+    // below the INFO log, as an operator may choose.
+    let routine = match std::env::var("BENCH_AUDIT_ROUTINE").as_deref() {
+        Ok("debug") => tracing::Level::DEBUG,
+        _ => tracing::Level::INFO,
+    };
     builder
+        .audit_routine_level(routine)
         .authorizer(mcp::auth::ask_before_sensitive())
         .read_authorizer(mcp::auth::allow_all())
         .build()

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
+use tracing::Level;
 
 use super::Seam;
 use crate::conn::{ConnId, Transport};
@@ -92,20 +93,47 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     s
 }
 
-pub(crate) fn emit(sink: Option<&AuditSink>, event: AuditEvent) {
-    tracing::info!(
-        target: "mcp::audit",
-        seam = event.seam.as_str(),
-        name = %event.name,
-        conn_id = %event.conn_id,
-        transport = event.transport.as_str(),
-        subject = event.subject.as_deref().unwrap_or(""),
-        argument_digest = %event.argument_digest,
-        decision = event.decision,
-        detail = event.detail.as_deref().unwrap_or(""),
-        outcome = event.outcome.as_str(),
-        "authorization"
-    );
+/// Whether an audit event at `level` would be logged (tracing's levels are per call site,
+/// hence one check per level).
+pub(crate) fn logged_at(level: Level) -> bool {
+    match level {
+        Level::ERROR => tracing::enabled!(target: "mcp::audit", Level::ERROR),
+        Level::WARN => tracing::enabled!(target: "mcp::audit", Level::WARN),
+        Level::INFO => tracing::enabled!(target: "mcp::audit", Level::INFO),
+        Level::DEBUG => tracing::enabled!(target: "mcp::audit", Level::DEBUG),
+        Level::TRACE => tracing::enabled!(target: "mcp::audit", Level::TRACE),
+    }
+}
+
+/// The audit line, at a level chosen at run time.
+macro_rules! audit_line {
+    ($level:expr, $event:expr) => {{
+        let event = $event;
+        tracing::event!(
+            target: "mcp::audit",
+            $level,
+            seam = event.seam.as_str(),
+            name = %event.name,
+            conn_id = %event.conn_id,
+            transport = event.transport.as_str(),
+            subject = event.subject.as_deref().unwrap_or(""),
+            argument_digest = %event.argument_digest,
+            decision = event.decision,
+            detail = event.detail.as_deref().unwrap_or(""),
+            outcome = event.outcome.as_str(),
+            "authorization"
+        )
+    }};
+}
+
+pub(crate) fn emit(sink: Option<&AuditSink>, level: Level, event: AuditEvent) {
+    match level {
+        Level::ERROR => audit_line!(Level::ERROR, &event),
+        Level::WARN => audit_line!(Level::WARN, &event),
+        Level::INFO => audit_line!(Level::INFO, &event),
+        Level::DEBUG => audit_line!(Level::DEBUG, &event),
+        Level::TRACE => audit_line!(Level::TRACE, &event),
+    }
     if let Some(sink) = sink {
         sink(&event);
     }

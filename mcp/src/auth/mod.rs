@@ -86,7 +86,7 @@ pub enum Decision {
 ///
 /// The URL must be `https://` (or `http://`, for loopback development) and carry no
 /// credential or personal data: point it at a page of your own that checks who opened it
-/// (as [`crate::connect`] does), with an opaque, single-use reference.
+/// (as `mcp::connect` does), with an opaque, single-use reference.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UrlStep {
     /// What the step is for, shown to the human.

@@ -148,7 +148,7 @@ impl MemoryBackend {
     }
 
     /// The one `T` every replica of this backend shares, made on first use: how a
-    /// feature above the cluster (such as [`crate::connect`]'s pending links) keeps shared
+    /// feature above the cluster (such as `mcp::connect`'s pending links) keeps shared
     /// records here without the cluster knowing of it.
     pub fn shared<T: Any + Default + Send + Sync>(&self) -> Arc<T> {
         let mut shared = self.shared.lock();

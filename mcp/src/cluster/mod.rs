@@ -549,7 +549,7 @@ struct ClusterInner {
     bus: Arc<dyn Bus>,
     tasks: Option<Arc<dyn crate::tasks::TaskStore>>,
     /// The backend itself, for layers above the cluster that keep their own shared
-    /// records in it and recognise it by type (as [`crate::connect`] does): the cluster
+    /// records in it and recognise it by type (as `mcp::connect` does): the cluster
     /// knows nothing of them.
     backend: Option<Arc<dyn std::any::Any + Send + Sync>>,
     handlers: RwLock<Vec<Handler>>,
@@ -606,8 +606,8 @@ impl Cluster {
     }
 
     /// The same replica, naming the backend its stores are on ([`MemoryBackend`] and
-    /// [`RedisBackend`](redis::RedisBackend) name themselves), so that features with shared
-    /// records of their own, such as [`crate::connect`]'s pending links, find it. Call it
+    /// `RedisBackend` name themselves), so that features with shared
+    /// records of their own, such as `mcp::connect`'s pending links, find it. Call it
     /// before the replica starts.
     ///
     /// [`MemoryBackend`]: memory::MemoryBackend

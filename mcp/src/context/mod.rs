@@ -678,7 +678,7 @@ impl Ctx {
     /// Asks the human to open `url` (URL-mode elicitation) for an out-of-band flow, such as
     /// signing in to a third party, whose data never passes through the client or the
     /// model. The answer says whether they agreed to open it; whether the flow finished is
-    /// for your server to learn (see [`crate::connect`], which does all of it). On
+    /// for your server to learn (see `mcp::connect`, which does all of it). On
     /// 2025-11-25 it is an `elicitation/create` with `mode: "url"` and `elicitation_id`
     /// (random and unique: the client treats it as opaque), sent only to a client that declared `elicitation.url`; on 2026-07-28 it is a URL
     /// request among the input-required result's `inputRequests`. Put no credential or

@@ -386,6 +386,17 @@ impl ToolDef {
         self.task_support
     }
 
+    /// Whether the tool declares itself read-only (`readOnlyHint: true`) and is not marked
+    /// sensitive.
+    pub fn is_read_only(&self) -> bool {
+        !self.is_sensitive()
+            && self
+                .tool
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.read_only_hint == Some(true))
+    }
+
     /// Whether the tool must not be served without an authorizer: `destructiveHint` is
     /// literally `true`, or the tool was marked sensitive (builder, macro, or an annotation
     /// member `"sensitive": true`). One-directional: `readOnlyHint` or `destructiveHint:

@@ -26,6 +26,13 @@ pub struct ServerConfig {
     pub call_timeout: Duration,
     /// How long an authorizer may take to decide (default 10 s).
     pub authorizer_timeout: Duration,
+    /// The log level of *routine* audit events — a read-only tool allowed and served, a
+    /// read allowed and served — (default INFO, as every other audit event). An operator
+    /// who wants them out of an INFO log sets DEBUG: those calls then skip formatting the
+    /// line and digesting the arguments, while denials, asks, approvals and every call of
+    /// a tool that is not read-only stay at INFO, and an [`AuditSink`](crate::auth::AuditSink)
+    /// still receives every event.
+    pub audit_routine_level: tracing::Level,
     /// Handlers running at once, across all connections (default 256). Beyond it a tool call
     /// gets an `isError` result `server_busy`.
     pub max_in_flight: usize,
@@ -90,6 +97,7 @@ impl Default for ServerConfig {
             elicitation_timeout: Duration::from_secs(60),
             call_timeout: Duration::from_secs(120),
             authorizer_timeout: Duration::from_secs(10),
+            audit_routine_level: tracing::Level::INFO,
             max_in_flight: 256,
             max_requests_per_connection: 64,
             max_pending_per_connection: 16,
@@ -468,6 +476,12 @@ impl ServerBuilder {
     /// `authorizer_timeout`.
     pub fn authorizer_timeout(mut self, d: Duration) -> Self {
         self.config.authorizer_timeout = d;
+        self
+    }
+
+    /// The log level of routine audit events (see [`ServerConfig::audit_routine_level`]).
+    pub fn audit_routine_level(mut self, level: tracing::Level) -> Self {
+        self.config.audit_routine_level = level;
         self
     }
 

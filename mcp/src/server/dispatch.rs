@@ -519,14 +519,24 @@ impl Server {
         decision: &Decision,
         outcome: AuditOutcome,
     ) {
-        let wanted = self.inner.audit.is_some()
-            || tracing::enabled!(target: "mcp::audit", tracing::Level::INFO);
+        let routine = matches!(decision, Decision::Allow)
+            && matches!(outcome, AuditOutcome::Served)
+            && request
+                .tool()
+                .is_none_or(crate::registry::ToolDef::is_read_only);
+        let level = if routine {
+            self.config().audit_routine_level
+        } else {
+            tracing::Level::INFO
+        };
+        let wanted = self.inner.audit.is_some() || crate::auth::audit::logged_at(level);
         if !wanted {
             return;
         }
         let detail = decision.detail().map(str::to_owned);
         crate::auth::audit::emit(
             self.inner.audit.as_ref(),
+            level,
             AuditEvent {
                 seam: request.seam(),
                 name: request.name().to_owned(),

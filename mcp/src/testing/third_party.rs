@@ -1,5 +1,5 @@
 //! A third party's OAuth 2.1 authorization server in this process, for tests and demos of
-//! [`crate::connect`] (the `oauth` feature): it approves every authorization at once,
+//! `mcp::connect` (the `oauth` feature): it approves every authorization at once,
 //! checks PKCE, the redirect URI and the client's secret at its token endpoint, issues
 //! refresh tokens (honoured until revoked, not rotated) and access tokens of a lifetime
 //! you choose, and counts what it issued.

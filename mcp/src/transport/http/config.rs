@@ -267,7 +267,7 @@ impl HttpConfig {
     }
 
     /// Serves the browser routes of third-party sign-in (`/connect/...`, see
-    /// [`crate::connect`]) beside the MCP endpoint. They take no bearer token (a browser
+    /// `mcp::connect`) beside the MCP endpoint. They take no bearer token (a browser
     /// has none): they learn who opened a link from the `Connect`'s own
     /// [`BrowserIdentity`](crate::connect::BrowserIdentity).
     #[cfg(feature = "oauth")]
