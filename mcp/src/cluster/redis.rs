@@ -25,6 +25,8 @@
 //! | `<p>:s:<s>:ev` | stream | its SSE events (`s` stream number, `f` frame; `end` marks a stream's end), `XADD MAXLEN ~` bounded |
 //! | `<p>:nonce:<n>` | string | a used `requestState` nonce, until the state expires (`SET NX PX`) |
 //! | `<p>:alive:<r>` | string | replica `r`'s heartbeat (`PX` 3 s, renewed every second) |
+//! | `<p>:t:<task>` | string | a task's record (JSON), expiring with the task's `ttl` (`PX`) |
+//! | `<p>:towner:<owner>`, `<p>:tall` | sorted set | task ids by expiry, per owner and in total (the task caps) |
 //! | `<p>:tok:<user>` | hash | third-party tokens (`mcp::connect`, the `oauth` feature): a field per provider |
 //! | `<p>:cf:<ref>`, `<p>:cfs:<state>`, `<p>:cfo:<user>`, `<p>:cfall` | | pending third-party sign-in links, their OAuth states and their bounds (`mcp::connect`) |
 //!
