@@ -205,6 +205,22 @@ impl SseReader {
         }
     }
 
+    /// The next message: the JSON of the next event with data (keep-alive comments and
+    /// data-less priming events skipped), waiting up to 15 s for each event, as a message
+    /// that follows a person's step (a browser flow) may take under load. Panics when the
+    /// stream ends first.
+    pub async fn next_json(&mut self) -> Value {
+        loop {
+            let e = self
+                .next_within(Duration::from_secs(15))
+                .await
+                .expect("the stream ended early");
+            if !e.comment && !e.data.is_empty() {
+                return e.json();
+            }
+        }
+    }
+
     /// Every remaining non-comment event until the body ends.
     pub async fn rest(&mut self) -> Vec<SseEvent> {
         let mut out = Vec::new();

@@ -105,3 +105,32 @@ impl Drop for RedisServer {
         let _ = self.child.wait();
     }
 }
+
+/// Which backend a scale-out scenario runs on.
+#[derive(Clone, Copy, Debug)]
+pub enum BackendKind {
+    /// `MemoryBackend`: replicas in this process.
+    Memory,
+    /// `RedisBackend` on a throwaway [`RedisServer`].
+    Redis,
+}
+
+/// Declares a test module per scenario, with a test on each backend:
+/// `on_both_backends!(scenario_a, scenario_b)` calls `scenario_a(BackendKind::Memory)` and
+/// `scenario_a(BackendKind::Redis)`, each on a two-worker runtime.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn memory() {
+                super::$name($crate::redis::BackendKind::Memory).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn redis() {
+                super::$name($crate::redis::BackendKind::Redis).await
+            }
+        }
+    )*};
+}

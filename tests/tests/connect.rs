@@ -191,18 +191,6 @@ fn assert_valid(version: &str, name: &str, instance: &Value) {
         .unwrap_or_else(|e| panic!("{name} ({version}): {e}\n{instance}"));
 }
 
-async fn next_message(stream: &mut SseReader) -> Value {
-    loop {
-        let e = stream
-            .next_within(Duration::from_secs(10))
-            .await
-            .expect("the stream ended early");
-        if !e.comment && !e.data.is_empty() {
-            return e.json();
-        }
-    }
-}
-
 fn call(id: i64) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": "repositories", "arguments": {}}})
@@ -219,7 +207,7 @@ async fn a_url_elicitation_connects_the_account_of_the_user_who_asked() {
     let alice = s.session("alice", json!({"url": {}})).await;
     let response = alice.post(call(1)).send().await.unwrap();
     let mut stream = SseReader::new(response);
-    let ask = next_message(&mut stream).await;
+    let ask = stream.next_json().await;
     assert_eq!(ask["method"], "elicitation/create");
     let params = &ask["params"];
     assert_eq!(params["mode"], "url");
@@ -241,10 +229,10 @@ async fn a_url_elicitation_connects_the_account_of_the_user_who_asked() {
 
     // The client hears the flow finished, then the call's result, with the token used
     // server-side only.
-    let complete = next_message(&mut stream).await;
+    let complete = stream.next_json().await;
     assert_eq!(complete["method"], "notifications/elicitation/complete");
     assert_eq!(complete["params"]["elicitationId"], id);
-    let done = next_message(&mut stream).await;
+    let done = stream.next_json().await;
     assert_eq!(done["id"], 1);
     assert_eq!(
         done["result"]["content"][0]["text"],
@@ -276,7 +264,7 @@ async fn a_link_opened_by_someone_else_is_refused_and_spent() {
     let s = Setup::start(Duration::from_secs(60)).await;
     let alice = s.session("alice", json!({"url": {}})).await;
     let mut stream = SseReader::new(alice.post(call(1)).send().await.unwrap());
-    let ask = next_message(&mut stream).await;
+    let ask = stream.next_json().await;
     let link = ask["params"]["url"].as_str().unwrap().to_owned();
     alice.post(accept(&ask)).send().await.unwrap();
 
@@ -298,7 +286,7 @@ async fn a_link_opened_by_someone_else_is_refused_and_spent() {
     assert!(!s.stored("alice").await && !s.stored("bob").await);
 
     // Alice's call learns the flow failed; her own browser cannot use the link any more.
-    let done = next_message(&mut stream).await;
+    let done = stream.next_json().await;
     assert_eq!(done["id"], 1);
     assert_eq!(done["result"]["isError"], true);
     assert!(
@@ -317,7 +305,7 @@ async fn expired_and_forged_links_are_refused() {
     let s = Setup::start(Duration::from_millis(300)).await;
     let alice = s.session("alice", json!({"url": {}})).await;
     let mut stream = SseReader::new(alice.post(call(1)).send().await.unwrap());
-    let ask = next_message(&mut stream).await;
+    let ask = stream.next_json().await;
     let link = ask["params"]["url"].as_str().unwrap().to_owned();
     alice.post(accept(&ask)).send().await.unwrap();
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -327,7 +315,7 @@ async fn expired_and_forged_links_are_refused() {
         "{status} {page}"
     );
     assert_eq!(s.third_party.tokens_issued(), 0);
-    let done = next_message(&mut stream).await;
+    let done = stream.next_json().await;
     assert_eq!(done["result"]["isError"], true, "{done}");
 
     for forged in ["not-a-link", &"A".repeat(43), &"x".repeat(500)] {
@@ -351,13 +339,13 @@ async fn a_refusal_at_the_third_party_ends_the_call() {
     s.third_party.refuse_authorizations(true);
     let alice = s.session("alice", json!({"url": {}})).await;
     let mut stream = SseReader::new(alice.post(call(1)).send().await.unwrap());
-    let ask = next_message(&mut stream).await;
+    let ask = stream.next_json().await;
     alice.post(accept(&ask)).send().await.unwrap();
     let link = ask["params"]["url"].as_str().unwrap().to_owned();
     let (status, page) = s.browser(Some("alice")).connect(&link).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
     assert!(page.contains("access_denied"), "{page}");
-    let done = next_message(&mut stream).await;
+    let done = stream.next_json().await;
     assert_eq!(done["result"]["isError"], true, "{done}");
 }
 
@@ -638,13 +626,13 @@ async fn connected_with_short_lived_tokens(s: &Setup) {
     s.third_party.access_token_lifetime(Duration::from_secs(32));
     let alice = s.session("alice", json!({"url": {}})).await;
     let mut stream = SseReader::new(alice.post(call(1)).send().await.unwrap());
-    let ask = next_message(&mut stream).await;
+    let ask = stream.next_json().await;
     alice.post(accept(&ask)).send().await.unwrap();
     let link = ask["params"]["url"].as_str().unwrap().to_owned();
     let (status, page) = s.browser(Some("alice")).connect(&link).await;
     assert_eq!(status, StatusCode::OK, "{page}");
-    let _complete = next_message(&mut stream).await;
-    let done = next_message(&mut stream).await;
+    let _complete = stream.next_json().await;
+    let done = stream.next_json().await;
     assert_eq!(
         done["result"]["content"][0]["text"], "called the code host with mock-access-1",
         "the token just issued is used as it is: {done}"
@@ -711,7 +699,7 @@ async fn a_revoked_refresh_token_sends_the_user_through_the_browser_again() {
     s.third_party.revoke_refresh_tokens();
     let alice = s.session("alice", json!({"url": {}})).await;
     let mut stream = SseReader::new(alice.post(call(2)).send().await.unwrap());
-    let ask = next_message(&mut stream).await;
+    let ask = stream.next_json().await;
     assert_eq!(ask["method"], "elicitation/create", "{ask}");
     assert_eq!(ask["params"]["mode"], "url");
     assert!(
@@ -724,8 +712,8 @@ async fn a_revoked_refresh_token_sends_the_user_through_the_browser_again() {
     let link = ask["params"]["url"].as_str().unwrap().to_owned();
     let (status, page) = s.browser(Some("alice")).connect(&link).await;
     assert_eq!(status, StatusCode::OK, "{page}");
-    let _complete = next_message(&mut stream).await;
-    let done = next_message(&mut stream).await;
+    let _complete = stream.next_json().await;
+    let done = stream.next_json().await;
     assert_eq!(
         done["result"]["content"][0]["text"],
         "called the code host with mock-access-2"

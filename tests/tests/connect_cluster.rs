@@ -37,11 +37,7 @@ const SHARED_KEY: &[u8] = b"the-replicas-share-this-32+-byte-state-key";
 const A: usize = 0;
 const B: usize = 1;
 
-#[derive(Clone, Copy, Debug)]
-enum Kind {
-    Memory,
-    Redis,
-}
+use mcp_tests::redis::BackendKind as Kind;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct NoArgs {}
@@ -234,18 +230,6 @@ fn location(response: &reqwest::Response) -> String {
     response.headers()["location"].to_str().unwrap().to_owned()
 }
 
-async fn next_message(stream: &mut SseReader) -> Value {
-    loop {
-        let e = stream
-            .next_within(Duration::from_secs(15))
-            .await
-            .expect("the stream ended early");
-        if !e.comment && !e.data.is_empty() {
-            return e.json();
-        }
-    }
-}
-
 fn call(id: i64) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": "repositories", "arguments": {}}})
@@ -261,7 +245,7 @@ fn accept(ask: &Value) -> String {
 async fn asked(s: &Replicas, user: &str, on: usize) -> (McpHttp, SseReader, String, String) {
     let client = s.session(user, on).await;
     let mut stream = SseReader::new(client.post(call(1)).send().await.unwrap());
-    let ask = next_message(&mut stream).await;
+    let ask = stream.next_json().await;
     assert_eq!(ask["method"], "elicitation/create", "{ask}");
     assert_eq!(ask["params"]["mode"], "url");
     let id = ask["params"]["elicitationId"].as_str().unwrap().to_owned();
@@ -273,13 +257,13 @@ async fn asked(s: &Replicas, user: &str, on: usize) -> (McpHttp, SseReader, Stri
 
 /// The call's result after the completion notification for `id`.
 async fn completed_then_answered(stream: &mut SseReader, id: &str) -> Value {
-    let complete = next_message(stream).await;
+    let complete = stream.next_json().await;
     assert_eq!(
         complete["method"], "notifications/elicitation/complete",
         "{complete}"
     );
     assert_eq!(complete["params"]["elicitationId"], id);
-    let done = next_message(stream).await;
+    let done = stream.next_json().await;
     assert_eq!(done["id"], 1, "{done}");
     done
 }
@@ -290,24 +274,7 @@ fn text(response: &Value) -> &str {
         .unwrap_or_else(|| panic!("no text in {response}"))
 }
 
-/// Declares a scenario for both backends.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn memory() {
-                super::$name(super::Kind::Memory).await
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redis() {
-                super::$name(super::Kind::Redis).await
-            }
-        }
-    )*};
-}
-
-on_both_backends!(
+mcp_tests::on_both_backends!(
     a_link_made_on_one_replica_is_finished_on_another,
     a_replayed_link_or_callback_is_refused_on_another_replica,
     a_link_opened_by_someone_else_on_another_replica_fails_the_call,
@@ -403,7 +370,7 @@ async fn a_link_opened_by_someone_else_on_another_replica_fails_the_call(kind: K
     assert_eq!(s.third_party.tokens_issued(), 0, "bob never reached it");
 
     // Alice's call, waiting on A, hears at once that the flow failed.
-    let done = next_message(&mut stream).await;
+    let done = stream.next_json().await;
     assert_eq!(done["id"], 1, "{done}");
     assert_eq!(done["result"]["isError"], true, "{done}");
     assert!(text(&done).contains("did not complete"), "{done}");
@@ -426,7 +393,7 @@ async fn an_expired_link_is_refused_on_another_replica(kind: Kind) {
     assert_eq!(status, StatusCode::GONE, "{page}");
     assert!(page.contains("expired"), "{page}");
     assert_eq!(s.third_party.tokens_issued(), 0);
-    let done = next_message(&mut stream).await;
+    let done = stream.next_json().await;
     assert_eq!(done["result"]["isError"], true, "{done}");
 }
 

@@ -24,11 +24,7 @@ use serde_json::{Value, json};
 /// How long a scenario waits for something that must happen.
 const PATIENCE: Duration = Duration::from_secs(15);
 
-#[derive(Clone, Copy, Debug)]
-enum Kind {
-    Memory,
-    Redis,
-}
+use mcp_tests::redis::BackendKind as Kind;
 
 enum Backend {
     Memory(MemoryBackend),
@@ -135,24 +131,7 @@ impl Replicas {
     }
 }
 
-/// Declares a scenario for both backends.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn memory() {
-                super::$name(super::Kind::Memory).await
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redis() {
-                super::$name(super::Kind::Redis).await
-            }
-        }
-    )*};
-}
-
-on_both_backends!(
+mcp_tests::on_both_backends!(
     a_session_is_served_by_every_replica,
     an_answer_on_another_replica_reaches_the_parked_call_once,
     subscriptions_and_list_changes_reach_the_get_stream_on_any_replica,
