@@ -488,9 +488,20 @@ pub(crate) fn page<'a, T>(
     key: impl Fn(&T) -> &str,
     cursor: Option<&str>,
     size: usize,
-    mut visible: impl FnMut(usize, &T) -> bool,
+    visible: impl FnMut(usize, &T) -> bool,
 ) -> Result<Page<'a>, BadCursor> {
     let start = page_start(entries, &key, cursor)?;
+    Ok(page_from(entries, key, start, size, visible))
+}
+
+/// [`page`], from an index [`page_start`] found.
+pub(crate) fn page_from<'a, T>(
+    entries: &'a [Arc<Listed<T>>],
+    key: impl Fn(&T) -> &str,
+    start: usize,
+    size: usize,
+    mut visible: impl FnMut(usize, &T) -> bool,
+) -> Page<'a> {
     // One allocation: growing it push by push cost more than the page (allocator
     // consolidation dominated a 10,000-tool listing under callgrind).
     let mut items = Vec::with_capacity(size.min(entries.len().saturating_sub(start)));
@@ -510,10 +521,10 @@ pub(crate) fn page<'a, T>(
             break;
         }
     }
-    Ok(Page {
+    Page {
         items,
         next_cursor: last_key.map(cursor::encode),
-    })
+    }
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use crate::elicit::state::{ApprovalState, Binding};
 use crate::elicit::{APPROVAL_KEY, Approval, ask_approval, judge};
 use crate::protocol::methods::Method;
 use crate::protocol::{CallToolResult, ErrorObject, Meta, PaginatedParams, ProgressToken, methods};
-use crate::registry::{ListKind, Page, ToolArgs, ToolDef, page, page_start};
+use crate::registry::{ListKind, Page, ToolArgs, ToolDef, page_from, page_start};
 use crate::server::Transport;
 
 /// `tools/call` params read in place: the name and the arguments borrow from the request
@@ -55,17 +55,11 @@ impl Server {
         let snapshot = self.registry().snapshot();
         let entries = snapshot.tool_entries();
         let size = self.config().page_size;
+        let start = page_start(entries, |t| t.name(), p.cursor.as_deref())
+            .map_err(|_| ErrorObject::invalid_params("Invalid params: unknown cursor"))?;
         let page = if self.inner.authorizer.is_none() && !scopes_enforced(&scope.caller) {
-            page(
-                entries,
-                |t| t.name(),
-                p.cursor.as_deref(),
-                size,
-                |_, _| true,
-            )
+            page_from(entries, |t| t.name(), start, size, |_, _| true)
         } else {
-            let start = page_start(entries, |t| t.name(), p.cursor.as_deref())
-                .map_err(|_| ErrorObject::invalid_params("Invalid params: unknown cursor"))?;
             // Only the tools this page can show are decided (from the cursor until one more
             // than a page is visible), so a whole listing costs one decision per tool, not
             // one per tool per page. Decided a batch at a time, concurrently: one slow
@@ -84,15 +78,14 @@ impl Server {
                 shown += verdicts.iter().filter(|v| **v).count();
                 decided.extend(verdicts);
             }
-            page(
+            page_from(
                 entries,
                 |t| t.name(),
-                p.cursor.as_deref(),
+                start,
                 size,
                 |i, _| i.checked_sub(start).and_then(|at| decided.get(at)) == Some(&true),
             )
-        }
-        .map_err(|_| ErrorObject::invalid_params("Invalid params: unknown cursor"))?;
+        };
         let cache = self.list_cache(scope, ListKind::Tools);
         Ok(self.reply_raw(scope, &list_json("tools", page), cache))
     }
