@@ -79,8 +79,21 @@ pub type AuditSink = Arc<dyn Fn(&AuditEvent) + Send + Sync>;
 /// SHA-256 hex of a JSON value in canonical form (object keys sorted, no whitespace).
 pub(crate) fn digest_json(value: &serde_json::Value) -> String {
     // serde_json's Map is ordered by key (no `preserve_order`), so this is canonical.
-    let bytes = serde_json::to_vec(value).unwrap_or_default();
-    hex(&Sha256::digest(&bytes))
+    // Serialized straight into the hash: no copy of the arguments is made.
+    struct Hashing(Sha256);
+    impl std::io::Write for Hashing {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.update(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut hashing = Hashing(Sha256::new());
+    // Writing a Value into a hash cannot fail.
+    let _ = serde_json::to_writer(&mut hashing, value);
+    hex(&hashing.0.finalize())
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
@@ -136,5 +149,22 @@ pub(crate) fn emit(sink: Option<&AuditSink>, level: Level, event: AuditEvent) {
     }
     if let Some(sink) = sink {
         sink(&event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_digest_is_of_the_canonical_json_whatever_the_key_order() {
+        let expected = hex(&Sha256::digest(br#"{"a":"x","b":[1,{"c":null,"d":2.5}]}"#));
+        for text in [
+            r#"{"b":[1,{"d":2.5,"c":null}],"a":"x"}"#,
+            r#"{ "a" : "x", "b" : [ 1, { "c": null, "d": 2.5 } ] }"#,
+        ] {
+            let value: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert_eq!(digest_json(&value), expected, "{text}");
+        }
     }
 }

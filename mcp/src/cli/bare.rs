@@ -70,7 +70,7 @@ pub(super) fn main<S: Into<Setup>>(app: App, server: impl FnOnce() -> S) -> Exit
         eprintln!("error: MCP_LOG_LEVEL: {e}");
         return ExitCode::from(2);
     }
-    super::init_logging(&filter);
+    let logs = super::init_logging(&filter);
     let plan = Plan {
         transport: TransportArg::from_transport(app.transport),
         addr: ADDRESS,
@@ -78,7 +78,10 @@ pub(super) fn main<S: Into<Setup>>(app: App, server: impl FnOnce() -> S) -> Exit
         redis: None,
         metrics: None,
     };
-    match super::run(server().into(), plan) {
+    let served = super::run(server().into(), plan);
+    // The log's last lines before the error, so stderr reads in order.
+    drop(logs);
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");

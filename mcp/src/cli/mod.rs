@@ -137,6 +137,8 @@
 mod bare;
 #[cfg(feature = "cli")]
 mod limits;
+mod log_format;
+mod log_writer;
 #[cfg(all(feature = "cli", feature = "http"))]
 mod network;
 #[cfg(feature = "cli")]
@@ -161,6 +163,7 @@ pub use clap;
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub use limits::Limits;
+pub use log_format::{LogFields, LogTime};
 #[cfg(all(feature = "cli", feature = "http"))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "cli", feature = "http"))))]
 pub use network::NetworkOptions;
@@ -404,8 +407,10 @@ fn log_filter(s: &str) -> Result<tracing_subscriber::filter::Targets, String> {
     items.join(",").parse().map_err(|e| format!("{e}: {hint}"))
 }
 
-/// Logs to stderr, filtered by `filter` (INFO when it cannot be read).
-fn init_logging(filter: &str) {
+/// Logs to stderr, filtered by `filter` (INFO when it cannot be read). The lines go out
+/// in batches from a thread of their own (see `log_writer`); the guard writes what is left
+/// when it is dropped, so hold it until the process is about to end.
+fn init_logging(filter: &str) -> log_writer::FlushOnDrop {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
@@ -419,14 +424,18 @@ fn init_logging(filter: &str) {
     #[cfg(feature = "otel")]
     let registry =
         registry.with(otel::slot().with_filter(tracing_subscriber::filter::LevelFilter::INFO));
+    let logs = log_writer::Logs::start();
     let _ = registry
         .with(
             tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
+                .fmt_fields(LogFields)
+                .with_timer(LogTime)
+                .with_writer(logs.clone())
                 .with_ansi(std::io::stderr().is_terminal())
                 .with_filter(filter),
         )
         .try_init();
+    log_writer::FlushOnDrop(logs)
 }
 
 /// The OpenTelemetry layer of the generated `main`: a reloadable slot in the subscriber,

@@ -148,8 +148,11 @@ impl Options {
     ///
     /// [`ServerBuilder`]: crate::ServerBuilder
     pub fn run<S: Into<Setup>>(self, default: Transport, server: impl FnOnce() -> S) -> ExitCode {
-        super::init_logging(&self.log_level);
-        match self.start(default, server().into()) {
+        let logs = super::init_logging(&self.log_level);
+        let served = self.start(default, server().into());
+        // The log's last lines before the error, so stderr reads in order.
+        drop(logs);
+        match served {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e}");

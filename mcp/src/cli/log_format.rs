@@ -1,0 +1,253 @@
+//! The generated `main`'s log format: the line tracing-subscriber's default writes without
+//! colour, at a fraction of the cost.
+//!
+//! The default field formatter passes every field name through an (empty) ANSI style even
+//! when colour is off; with an audit line of nine fields per call that was about 5,700 of
+//! the 14,600 instructions its line cost (callgrind, `bench/micro/ir.sh guarded`). The line
+//! itself is unchanged: the message first as written, then `name=value` separated by
+//! spaces, strings quoted and escaped as `Debug` does (so a subject or a denial reason can
+//! never forge a second line), everything else as its `Debug`/`Display` says.
+
+use std::cell::RefCell;
+use std::fmt::{self, Write as _};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tracing::field::{Field, Visit};
+use tracing_subscriber::field::RecordFields;
+use tracing_subscriber::fmt::FormatFields;
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::time::FormatTime;
+
+/// Formats an event's or a span's fields as `message name=value name="text"`, without
+/// styling: what the generated `main` logs with. Usable in a subscriber of your own, e.g.
+/// `tracing_subscriber::fmt().fmt_fields(mcp::cli::LogFields)`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LogFields;
+
+impl<'writer> FormatFields<'writer> for LogFields {
+    fn format_fields<R: RecordFields>(&self, writer: Writer<'writer>, fields: R) -> fmt::Result {
+        let mut visitor = Visitor {
+            writer,
+            first: true,
+            result: Ok(()),
+        };
+        fields.record(&mut visitor);
+        visitor.result
+    }
+}
+
+/// The time of a log line in UTC with microseconds, `2026-12-04T12:13:20.620693Z`, as
+/// tracing-subscriber's `SystemTime` writes it; the date and time of day are formatted once
+/// a second (per thread), so a line pays only for its microseconds. Usable in a subscriber
+/// of your own: `tracing_subscriber::fmt().with_timer(mcp::cli::LogTime)`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LogTime;
+
+thread_local! {
+    /// The second last formatted on this thread, and its text up to the decimal point.
+    static SECOND: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
+}
+
+impl FormatTime for LogTime {
+    fn format_time(&self, w: &mut Writer<'_>) -> fmt::Result {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let (secs, micros) = (now.as_secs(), now.subsec_micros());
+        SECOND.with_borrow_mut(|(second, text)| {
+            if *second != secs {
+                text.clear();
+                write_second(text, secs)?;
+                *second = secs;
+            }
+            w.write_str(text)?;
+            let mut digits = *b"000000Z";
+            let mut rest = micros;
+            for d in digits[..6].iter_mut().rev() {
+                *d = b'0' + (rest % 10) as u8;
+                rest /= 10;
+            }
+            w.write_str(std::str::from_utf8(&digits).map_err(|_| fmt::Error)?)
+        })
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.` of a Unix time in seconds (the proleptic Gregorian calendar).
+fn write_second(out: &mut String, secs: u64) -> fmt::Result {
+    let days = (secs / 86_400) as i64;
+    let of_day = secs % 86_400;
+    // Days to a civil date: shift the epoch to 0000-03-01 so that leap days end a year,
+    // then count 400-year eras, years of the era and days of the year.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    write!(
+        out,
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.",
+        of_day / 3_600,
+        of_day / 60 % 60,
+        of_day % 60
+    )
+}
+
+struct Visitor<'writer> {
+    writer: Writer<'writer>,
+    first: bool,
+    result: fmt::Result,
+}
+
+impl Visitor<'_> {
+    fn write(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if self.result.is_err() {
+            return;
+        }
+        let separator = if std::mem::take(&mut self.first) {
+            ""
+        } else {
+            " "
+        };
+        self.result = match field.name() {
+            "message" => write!(self.writer, "{separator}{value:?}"),
+            name => {
+                let name = name.strip_prefix("r#").unwrap_or(name);
+                write!(self.writer, "{separator}{name}={value:?}")
+            }
+        };
+    }
+}
+
+impl Visit for Visitor<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        // Most values (tool names, seams, digests, outcomes) need no escaping: written as
+        // they are between quotes, they read exactly as `Debug` would write them.
+        if field.name() != "message"
+            && !self.first
+            && self.result.is_ok()
+            && value
+                .bytes()
+                .all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
+        {
+            let name = field.name();
+            let name = name.strip_prefix("r#").unwrap_or(name);
+            self.result = [" ", name, "=\"", value, "\""]
+                .into_iter()
+                .try_for_each(|part| self.writer.write_str(part));
+            return;
+        }
+        self.write(field, &value);
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.write(field, value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing_subscriber::fmt::MakeWriter;
+
+    use super::*;
+
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> MakeWriter<'a> for Captured {
+        type Writer = Captured;
+        fn make_writer(&'a self) -> Captured {
+            self.clone()
+        }
+    }
+
+    /// The fields of one event, as formatted by `fields` (time, level and target off).
+    fn line(plain: bool) -> String {
+        let out = Captured::default();
+        let builder = tracing_subscriber::fmt()
+            .with_writer(out.clone())
+            .with_ansi(false)
+            .without_time()
+            .with_level(false)
+            .with_target(false);
+        let emit = || {
+            tracing::info!(
+                seam = "tool",
+                name = %"delete_file",
+                subject = "eve\nINFO forged line",
+                detail = "say \"yes\" \\ or ü",
+                digest = "a1b2",
+                count = 3,
+                r#type = "x",
+                "authorization"
+            )
+        };
+        if plain {
+            tracing::subscriber::with_default(builder.fmt_fields(LogFields).finish(), emit);
+        } else {
+            tracing::subscriber::with_default(builder.finish(), emit);
+        }
+        String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn the_time_reads_as_tracing_subscribers_does() {
+        let format = |secs: u64| {
+            let mut s = String::new();
+            write_second(&mut s, secs).unwrap();
+            s
+        };
+        assert_eq!(format(0), "1970-01-01T00:00:00.");
+        assert_eq!(format(951_782_400), "2000-02-29T00:00:00.");
+        assert_eq!(format(1_796_387_599), "2026-12-04T12:33:19.");
+        assert_eq!(format(4_107_542_399), "2100-02-28T23:59:59.");
+        assert_eq!(format(4_107_542_400), "2100-03-01T00:00:00.");
+        // Against tracing-subscriber's own formatter, now (to the minute; a second try in
+        // case the minute turned between the two).
+        let both = || {
+            let mut ours = String::new();
+            let mut theirs = String::new();
+            LogTime.format_time(&mut Writer::new(&mut ours)).unwrap();
+            tracing_subscriber::fmt::time::SystemTime
+                .format_time(&mut Writer::new(&mut theirs))
+                .unwrap();
+            (ours, theirs)
+        };
+        let (mut ours, mut theirs) = both();
+        if ours[..17] != theirs[..17] {
+            (ours, theirs) = both();
+        }
+        assert_eq!(ours.len(), theirs.len(), "{ours} / {theirs}");
+        assert_eq!(ours[..17], theirs[..17], "{ours} / {theirs}");
+        assert!(ours.ends_with('Z'));
+    }
+
+    #[test]
+    fn the_line_is_the_default_formatters_without_colour() {
+        assert_eq!(line(true), line(false));
+        assert_eq!(
+            line(true),
+            "authorization seam=\"tool\" name=delete_file subject=\"eve\\nINFO forged line\" detail=\"say \\\"yes\\\" \\\\ or ü\" digest=\"a1b2\" count=3 type=\"x\"\n"
+        );
+    }
+}
