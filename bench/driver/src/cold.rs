@@ -1,15 +1,14 @@
 //! Cold start: from spawning the process to its first answer.
 
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::proc::{Wiring, spawn_stdio};
+use crate::proc::{Program, Wiring, spawn_stdio};
 
 /// Spawn to the answer of `initialize` on stdio (pipes).
-pub fn stdio(binary: &Path) -> Duration {
+pub fn stdio(program: &Program) -> Duration {
     let start = Instant::now();
-    let (mut child, to_child, from_child) = spawn_stdio(binary, &[], Wiring::Pipes);
+    let (mut child, to_child, from_child) = spawn_stdio(program, &[], Wiring::Pipes);
     let mut w = std::fs::File::from(to_child);
     let mut r = BufReader::new(std::fs::File::from(from_child));
     w.write_all(format!("{}\n", crate::stdio::INITIALIZE).as_bytes())
@@ -25,9 +24,9 @@ pub fn stdio(binary: &Path) -> Duration {
 
 /// Spawn to the answer of the first request on HTTP: the server's port accepting, then
 /// `initialize` answered. `None` if the server has no HTTP transport.
-pub fn http(binary: &Path) -> Option<Duration> {
+pub fn http(program: &Program) -> Option<Duration> {
     let start = Instant::now();
-    let (mut child, addr, _) = crate::http::start(binary, Duration::from_secs(10))?;
+    let (mut child, addr, _) = crate::http::start(program, Duration::from_secs(10))?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

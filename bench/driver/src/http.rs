@@ -5,7 +5,6 @@
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
-use std::path::Path;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -15,7 +14,7 @@ use hyper::Request;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 
-use crate::proc::{Child, spawn_quiet};
+use crate::proc::{Child, Program, spawn_quiet};
 use crate::stats::{Measure, percentile};
 use crate::stdio::ECHO_TEXT;
 
@@ -47,13 +46,13 @@ pub fn free_port() -> u16 {
     l.local_addr().expect("addr").port()
 }
 
-/// Starts `binary` as an HTTP server on a free port; `None` if it never accepts.
-pub fn start(binary: &Path, limit: Duration) -> Option<(Child, SocketAddr, Duration)> {
+/// Starts `program` as an HTTP server on a free port; `None` if it never accepts.
+pub fn start(program: &Program, limit: Duration) -> Option<(Child, SocketAddr, Duration)> {
     let port = free_port();
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let bind = addr.to_string();
     let started = Instant::now();
-    let mut child = spawn_quiet(binary, &["--transport", "http", "--bind", &bind]);
+    let mut child = spawn_quiet(program, &["--transport", "http", "--bind", &bind]);
     loop {
         if std::net::TcpStream::connect(addr).is_ok() {
             return Some((child, addr, started.elapsed()));
@@ -199,8 +198,8 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 }
 
 /// Runs one phase on a fresh server process. `None` if the server has no HTTP transport.
-pub fn run(binary: &Path, era: Era, clients: usize, duration: Duration) -> Option<Measure> {
-    let (mut child, addr, _) = start(binary, Duration::from_secs(10))?;
+pub fn run(program: &Program, era: Era, clients: usize, duration: Duration) -> Option<Measure> {
+    let (mut child, addr, _) = start(program, Duration::from_secs(10))?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

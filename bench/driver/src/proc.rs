@@ -4,7 +4,7 @@
 
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,43 @@ impl Wiring {
     }
 }
 
+/// A server to launch: its binary and the environment it runs with (on top of the driver's).
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub binary: PathBuf,
+    pub env: Vec<(&'static str, &'static str)>,
+}
+
+impl Program {
+    /// `binary` with nothing added to its environment.
+    pub fn new(binary: impl Into<PathBuf>) -> Program {
+        Program {
+            binary: binary.into(),
+            env: Vec::new(),
+        }
+    }
+
+    /// The command that starts it, stderr read and discarded by a thread of the driver
+    /// (as a host reads a server's log: a pipe that is drained, not /dev/null, so a server
+    /// that logs pays for its writes as it would in production).
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(&self.binary);
+        cmd.args(args)
+            .envs(self.env.iter().copied())
+            .stderr(Stdio::piped());
+        cmd
+    }
+}
+
+/// Reads the child's stderr until it closes.
+fn drain_stderr(child: &mut std::process::Child) {
+    if let Some(mut err) = child.stderr.take() {
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut err, &mut std::io::sink());
+        });
+    }
+}
+
 /// A running server process.
 pub struct Child {
     pub pid: i32,
@@ -42,14 +79,14 @@ pub struct Usage {
 
 /// Spawns `binary args` with stdin/stdout wired as `wiring`; returns the child and the
 /// parent's ends (what we write to, what we read from) as owned descriptors.
-pub fn spawn_stdio(binary: &Path, args: &[&str], wiring: Wiring) -> (Child, OwnedFd, OwnedFd) {
-    let mut cmd = Command::new(binary);
-    cmd.args(args).stderr(Stdio::null());
+pub fn spawn_stdio(program: &Program, args: &[&str], wiring: Wiring) -> (Child, OwnedFd, OwnedFd) {
+    let mut cmd = program.command(args);
     let (ours_in, ours_out);
     match wiring {
         Wiring::Pipes => {
             cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
             let mut child = cmd.spawn().expect("spawn server");
+            drain_stderr(&mut child);
             ours_in = OwnedFd::from(child.stdin.take().expect("stdin"));
             ours_out = OwnedFd::from(child.stdout.take().expect("stdout"));
             let pid = child.id() as i32;
@@ -72,7 +109,8 @@ pub fn spawn_stdio(binary: &Path, args: &[&str], wiring: Wiring) -> (Child, Owne
             ours_out = OwnedFd::from(stdout_parent);
         }
     }
-    let child = cmd.spawn().expect("spawn server");
+    let mut child = cmd.spawn().expect("spawn server");
+    drain_stderr(&mut child);
     let pid = child.id() as i32;
     (
         Child {
@@ -85,18 +123,15 @@ pub fn spawn_stdio(binary: &Path, args: &[&str], wiring: Wiring) -> (Child, Owne
     )
 }
 
-/// Spawns `binary args` with no stdin and stdout/stderr discarded (HTTP servers).
-pub fn spawn_quiet(binary: &Path, args: &[&str]) -> Child {
-    let child = Command::new(binary)
-        .args(args)
-        // Ours refuses to serve HTTP without an authorizer unless told this is local
-        // development; none of the three servers authorizes anything here.
-        .env("MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT", "true")
+/// Spawns `program args` with no stdin, stdout discarded and stderr drained (HTTP servers).
+pub fn spawn_quiet(program: &Program, args: &[&str]) -> Child {
+    let mut child = program
+        .command(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
         .spawn()
         .expect("spawn server");
+    drain_stderr(&mut child);
     Child {
         pid: child.id() as i32,
         inner: child,

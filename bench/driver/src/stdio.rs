@@ -3,14 +3,13 @@
 
 use std::cell::RefCell;
 use std::os::fd::OwnedFd;
-use std::path::Path;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Semaphore;
 
-use crate::proc::{Wiring, spawn_stdio};
+use crate::proc::{Program, Wiring, spawn_stdio};
 use crate::stats::{Measure, percentile};
 
 pub const ECHO_TEXT: &str = "hello, benchmark";
@@ -84,13 +83,13 @@ async fn read_line(reader: &mut Reader, buf: &mut Vec<u8>) -> Vec<u8> {
     }
 }
 
-/// Runs the phase against `binary`.
-pub fn run(binary: &Path, args: &[&str], wiring: Wiring, calls: u64, window: usize) -> Measure {
+/// Runs the phase against `program`.
+pub fn run(program: &Program, args: &[&str], wiring: Wiring, calls: u64, window: usize) -> Measure {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let (mut child, to_child, from_child) = spawn_stdio(binary, args, wiring);
+    let (mut child, to_child, from_child) = spawn_stdio(program, args, wiring);
     let (cpu_before, wall, latencies, mut writer) = rt.block_on(async {
         let (mut writer, mut reader) = async_ends(wiring, to_child, from_child);
         let mut pending = Vec::with_capacity(64 * 1024);
@@ -125,16 +124,17 @@ pub fn run(binary: &Path, args: &[&str], wiring: Wiring, calls: u64, window: usi
                         batch += 1;
                     }
                     let now = Instant::now();
-                    let mut sent = sent.borrow_mut();
-                    for _ in 0..batch {
-                        if next > calls {
-                            break;
+                    {
+                        let mut sent = sent.borrow_mut();
+                        for _ in 0..batch {
+                            if next > calls {
+                                break;
+                            }
+                            echo_request(&mut buf, next);
+                            sent[next as usize] = now;
+                            next += 1;
                         }
-                        echo_request(&mut buf, next);
-                        sent[next as usize] = now;
-                        next += 1;
                     }
-                    drop(sent);
                     writer.write_all(&buf).await.expect("write");
                     buf.clear();
                 }
