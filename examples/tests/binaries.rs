@@ -124,10 +124,16 @@ struct Session {
 
 impl Session {
     fn start(bin: &str, args: &[&str]) -> Session {
+        Session::start_with_env(bin, args, &[])
+    }
+
+    /// [`Session::start`] with variables set (after the defaults, so they win).
+    fn start_with_env(bin: &str, args: &[&str], env: &[(&str, &str)]) -> Session {
         let mut child = Command::new(bin)
             .args(args)
             .env_remove("MCP_TRANSPORT")
             .env("MCP_LOG_LEVEL", "debug")
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -475,4 +481,95 @@ fn files_asks_before_deleting() {
     assert!(!notes.exists());
     let (ok, _) = s.finish();
     assert!(ok);
+}
+
+/// The audit lines a stdio session of `files` wrote, for the tool `name`.
+fn audit_lines<'a>(stderr: &'a str, name: &str) -> Vec<&'a str> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("mcp::audit") && l.contains(&format!(" name={name} ")))
+        .collect()
+}
+
+#[test]
+fn the_audit_routine_level_keeps_routine_allows_out_of_an_info_log() {
+    let sandbox = Sandbox::new("audit-level");
+    let root = root_arg(&sandbox.root());
+    let info = ("MCP_LOG_LEVEL", "info");
+    for (args, env, routine_logged) in [
+        (vec![], vec![info], true),
+        (vec!["--audit-routine-level", "debug"], vec![info], false),
+        (
+            vec![],
+            vec![info, ("MCP_AUDIT_ROUTINE_LEVEL", "DEBUG")],
+            false,
+        ),
+    ] {
+        let mut all = vec!["--root", root.as_str()];
+        all.extend(&args);
+        let mut s = Session::start_with_env(FILES, &all, &env);
+        s.initialize(json!({"elicitation": {}}));
+        s.call(1, "read_file", json!({"path": "docs/guide.md"}));
+        let (r, _) = s.response(1);
+        assert_eq!(r["result"]["content"][0]["text"], "# Guide");
+        s.call(2, "delete_file", json!({"path": "notes.txt"}));
+        let question = s.receive();
+        s.send(json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}}));
+        let (r, _) = s.response(2);
+        assert_eq!(r["result"]["isError"], true, "{r}");
+        // The process ends with stdin: every line written before it is on stderr.
+        let (ok, stderr) = s.finish();
+        assert!(ok, "{stderr}");
+        let reads = audit_lines(&stderr, "read_file");
+        assert_eq!(
+            reads.len(),
+            usize::from(routine_logged),
+            "{args:?} {env:?}:\n{stderr}"
+        );
+        if routine_logged {
+            assert!(reads[0].contains(" INFO "), "{}", reads[0]);
+            assert!(reads[0].contains("decision=\"allow\""), "{}", reads[0]);
+            assert!(reads[0].contains("outcome=\"served\""), "{}", reads[0]);
+        }
+        // A question to a human is never routine.
+        let deletes = audit_lines(&stderr, "delete_file");
+        assert!(
+            deletes
+                .iter()
+                .any(|l| l.contains(" INFO ") && l.contains("decision=\"ask\"")),
+            "{args:?} {env:?}:\n{stderr}"
+        );
+    }
+    let out = run(
+        FILES,
+        &[
+            "--root",
+            &root,
+            "--print-config",
+            "--audit-routine-level",
+            "debug",
+        ],
+        &[],
+    );
+    let config = text(&out.stdout);
+    assert!(
+        config
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                == [
+                    "audit_routine_level",
+                    "=",
+                    "\"debug\"",
+                    "#",
+                    "--audit-routine-level"
+                ]),
+        "{config}"
+    );
+    let out = run(
+        FILES,
+        &["--root", &root, "--audit-routine-level", "loud"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("unknown level `loud`"));
 }

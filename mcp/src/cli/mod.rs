@@ -18,6 +18,8 @@
 //!   --list                   Print the tools, resources, templates and prompts as JSON and exit [env: MCP_LIST=]
 //!   --print-config           Print the effective settings, each with where it came from, and exit [env: MCP_PRINT_CONFIG=]
 //!   --log-level <FILTER>     Log filter for stderr: off, error, warn, info, debug, trace, or target=level directives [env: MCP_LOG_LEVEL=] [default: info]
+//!   --audit-routine-level <LEVEL>
+//!                            The log level of routine audit events: a read-only tool allowed and served, a read allowed and served [env: MCP_AUDIT_ROUTINE_LEVEL=]
 //!   --allowed-host <HOST>    Also accept this Host header (name or name:port), beside the loopback names [env: MCP_ALLOWED_HOSTS=]
 //!   --state-key-file <PATH>  A file holding the key that seals requestState (at least 32 bytes) [env: MCP_STATE_KEY_FILE=]
 //!   --state-key <KEY>        The key itself (at least 32 characters); prefer MCP_STATE_KEY or a file [env: MCP_STATE_KEY]

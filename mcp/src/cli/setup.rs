@@ -48,6 +48,8 @@ pub struct Setup {
     server: Served,
     http: NetConfig,
     ceilings: Vec<(&'static str, Amount)>,
+    /// `--audit-routine-level`, when given.
+    audit_routine_level: Option<tracing::Level>,
 }
 
 enum Served {
@@ -73,6 +75,7 @@ impl Setup {
             server,
             http: NetConfig::new(),
             ceilings: Vec::new(),
+            audit_routine_level: None,
         }
     }
 
@@ -117,6 +120,27 @@ impl Setup {
         Ok((self, effective))
     }
 
+    /// Sets the level of routine audit events (`--audit-routine-level`).
+    #[cfg(feature = "cli")]
+    pub(crate) fn audit_routine_level(mut self, level: Option<tracing::Level>) -> Self {
+        self.audit_routine_level = level;
+        self
+    }
+
+    /// The level routine audit events will be logged at, and whether code chose it (rather
+    /// than the command line or the default).
+    #[cfg(feature = "cli")]
+    pub(crate) fn effective_audit_routine_level(&self) -> (tracing::Level, bool) {
+        let in_code = match &self.server {
+            Served::Builder(builder) => builder.limits().audit_routine_level,
+            Served::Built(server) => server.config().audit_routine_level,
+        };
+        match self.audit_routine_level {
+            Some(level) => (level, false),
+            None => (in_code, in_code != tracing::Level::INFO),
+        }
+    }
+
     /// Lets the command line add its flags to the HTTP settings.
     #[cfg(all(feature = "cli", feature = "http"))]
     pub(crate) fn map_http(mut self, f: impl FnOnce(HttpConfig) -> HttpConfig) -> Self {
@@ -139,14 +163,17 @@ impl Setup {
     ) -> Result<(Server, NetConfig), String> {
         let server = match self.server {
             Served::Built(server) => {
-                if state_key.is_some() || cluster.is_some() {
-                    return Err("this binary hands the command line an already built server, so --state-key-file, MCP_STATE_KEY and --redis-url cannot be applied to it; pass its ServerBuilder instead (server! does)"
+                if state_key.is_some() || cluster.is_some() || self.audit_routine_level.is_some() {
+                    return Err("this binary hands the command line an already built server, so --state-key-file, MCP_STATE_KEY, --redis-url and --audit-routine-level cannot be applied to it; pass its ServerBuilder instead (server! does)"
                         .to_owned());
                 }
                 server
             }
             Served::Builder(builder) => {
                 let mut builder = *builder;
+                if let Some(level) = self.audit_routine_level {
+                    builder = builder.audit_routine_level(level);
+                }
                 if let Some(key) = state_key {
                     builder = builder.state_key(key);
                 }
