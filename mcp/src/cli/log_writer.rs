@@ -15,7 +15,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// How long the writer thread collects lines while they keep coming.
-const BATCH: Duration = Duration::from_millis(5);
+const BATCH: Duration = Duration::from_millis(1);
 
 /// Above this many buffered bytes, a logging thread waits for the writer (back-pressure
 /// instead of loss or unbounded memory).
