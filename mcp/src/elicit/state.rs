@@ -47,10 +47,21 @@ struct Payload {
     n: String,
     #[serde(default)]
     a: Meta,
-    #[serde(default)]
+    /// Absent for no state; present (even `null`) for the state the handler kept.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "kept_value"
+    )]
     s: Option<Value>,
     #[serde(default)]
     ok: u8,
+}
+
+/// A member that is present is `Some`, `null` included: a handler that kept `null` as its
+/// state gets `null` back, not "no state" (found by tests/tests/codec_properties.rs).
+fn kept_value<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
 }
 
 /// Where the authorizer's Ask stands for the call a state belongs to.

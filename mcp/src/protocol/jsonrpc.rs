@@ -340,7 +340,7 @@ struct Envelope<'a> {
     jsonrpc: Option<Version>,
     #[serde(default, deserialize_with = "present_id")]
     id: Option<IdMember>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "present_method")]
     method: Option<MethodMember<'a>>,
     #[serde(default, borrow, deserialize_with = "present")]
     params: Option<&'a RawValue>,
@@ -357,7 +357,7 @@ struct RawEnvelope<'a> {
     jsonrpc: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     id: Option<&'a RawValue>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "present")]
     method: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     params: Option<&'a RawValue>,
@@ -399,6 +399,14 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::
 /// Keeps an explicit `null` id as present (and invalid), like any other non-id value.
 fn present_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<IdMember>, D::Error> {
     IdMember::deserialize(d).map(Some)
+}
+
+/// Keeps an explicit `null` method as present (and invalid): `"method": null` is neither a
+/// request nor a response (found by tests/tests/codec_properties.rs).
+fn present_method<'de: 'a, 'a, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<MethodMember<'a>>, D::Error> {
+    MethodMember::deserialize(d).map(Some)
 }
 
 /// Generates the `visit_*` methods of a visitor that accepts every JSON value: the kinds
@@ -592,6 +600,18 @@ pub(crate) fn strip_position(e: &serde_json::Error) -> String {
 }
 
 fn decode_object(text: &str) -> Result<Message, DecodeError> {
+    // serde reads a struct from an array too, its members by position: `[null, 0]` would
+    // be an envelope with id 0. Only an object is a message; anything else is invalid, or
+    // a parse error when it is not JSON at all (`123 garbage`).
+    if !text.starts_with('{') {
+        return Err(match serde_json::from_str::<de::IgnoredAny>(text) {
+            Err(e) if e.is_syntax() || e.is_eof() => DecodeError::Parse(strip_position(&e)),
+            _ => DecodeError::Invalid {
+                id: None,
+                reason: "a JSON-RPC message must be a JSON object".into(),
+            },
+        });
+    }
     let env: Envelope<'_> = match serde_json::from_str(text) {
         Ok(env) => env,
         // Rare: read again with every member raw. A frame can be valid JSON and still fail
@@ -763,6 +783,46 @@ mod tests {
                 assert!(reason.contains("not UTF-8"), "{reason}")
             }
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn only_an_object_is_a_message() {
+        // An array inside a batch was read as an envelope, its members by position.
+        let Incoming::Batch(items) = decode(br#"[["2.0", 5, "ping"], [null, 0]]"#) else {
+            panic!("not a batch");
+        };
+        for item in items {
+            assert_eq!(
+                item.unwrap_err(),
+                DecodeError::Invalid {
+                    id: None,
+                    reason: "a JSON-RPC message must be a JSON object".into()
+                }
+            );
+        }
+        // Not JSON at all is a parse error, whatever it starts with.
+        for frame in ["123 garbage", "\"text\" 1", "true false", "nul"] {
+            assert!(
+                matches!(single(frame), Err(DecodeError::Parse(_))),
+                "{frame}: {:?}",
+                single(frame)
+            );
+        }
+        // A null method is a wrong method, not an absent one.
+        assert_eq!(
+            single(r#"{"jsonrpc":"2.0","id":3,"method":null,"error":{"code":1,"message":"x"}}"#)
+                .unwrap_err(),
+            DecodeError::Invalid {
+                id: Some(RequestId::Number(3)),
+                reason: "method must be a string".into()
+            }
+        );
+        for frame in ["123", "\"text\"", "true", "null"] {
+            assert!(
+                matches!(single(frame), Err(DecodeError::Invalid { id: None, .. })),
+                "{frame}"
+            );
         }
     }
 
