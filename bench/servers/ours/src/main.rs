@@ -4,12 +4,14 @@
 //! driver sets MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT: no server here authorizes).
 
 mod entries;
+mod growth;
 
 use entries::*;
 
 /// With `BENCH_LAYERS` set, the server runs behind three layers (timing, a rate limit and
 /// a size limit that never trip): what middleware costs per call, end to end.
 fn layers_from_env(builder: mcp::ServerBuilder) -> mcp::ServerBuilder {
+    let builder = growth::from_env(builder);
     use mcp::layers::{RateLimit, SizeLimit, Timing};
     if std::env::var_os("BENCH_LAYERS").is_none() {
         return builder;

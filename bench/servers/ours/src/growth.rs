@@ -1,0 +1,44 @@
+//! What `driver growth` varies, read from the environment (see bench/README.md, "Growth"):
+//!
+//! - `BENCH_TOOLS=N` registers N generated tools beside the four entries, through the
+//!   runtime builder API (`ToolDef::new` with a JSON Schema, no macros): `gen_00000` ...,
+//!   each with one string argument, the same names, descriptions and schemas as the rmcp
+//!   and floor servers generate.
+//! - `BENCH_AUTHORIZER=1` sets a tool authorizer and a read authorizer that allow
+//!   everything (`mcp::auth::allow_all`), so `tools/list` and `tools/call` run the
+//!   authorization path a deployed server runs.
+
+/// The description of generated tool `i` (shared wording across the three servers).
+fn description(i: usize) -> String {
+    format!("Generated tool number {i} of the growth benchmark; returns ok.")
+}
+
+/// The builder with the generated tools and authorizers the environment asks for.
+pub fn from_env(mut builder: mcp::ServerBuilder) -> mcp::ServerBuilder {
+    let tools: usize = std::env::var("BENCH_TOOLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if tools > 0 {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"text": {"type": "string", "description": "Any text."}},
+            "required": ["text"]
+        });
+        builder = builder.tools((0..tools).map(|i| {
+            mcp::registry::ToolDef::new(
+                format!("gen_{i:05}"),
+                description(i),
+                schema.clone(),
+                |_ctx, _args| async { "ok" },
+            )
+            .read_only()
+        }));
+    }
+    if std::env::var_os("BENCH_AUTHORIZER").is_some() {
+        builder = builder
+            .authorizer(mcp::auth::allow_all())
+            .read_authorizer(mcp::auth::allow_all());
+    }
+    builder
+}
