@@ -158,7 +158,7 @@ fn run_all(o: Options) {
             for wiring in [Wiring::Pipes, Wiring::Sockets] {
                 for &i in &order {
                     let m = stdio::run(&servers[i].binary, &[], wiring, o.calls, o.window);
-                    log(&servers[i].name, &format!("stdio {}", wiring.name()), &m);
+                    log(servers[i].name, &format!("stdio {}", wiring.name()), &m);
                     report.add_load(&format!("stdio, {}", wiring.name()), i, m);
                 }
             }
@@ -171,7 +171,7 @@ fn run_all(o: Options) {
                         let d = Duration::from_secs_f64(o.http_seconds);
                         match http::run(&servers[i].binary, era, clients, d) {
                             Some(m) => {
-                                log(&servers[i].name, &phase, &m);
+                                log(servers[i].name, &phase, &m);
                                 report.add_load(&phase, i, m);
                             }
                             None => {

@@ -125,16 +125,17 @@ pub fn run(binary: &Path, args: &[&str], wiring: Wiring, calls: u64, window: usi
                         batch += 1;
                     }
                     let now = Instant::now();
-                    let mut sent = sent.borrow_mut();
-                    for _ in 0..batch {
-                        if next > calls {
-                            break;
+                    {
+                        let mut sent = sent.borrow_mut();
+                        for _ in 0..batch {
+                            if next > calls {
+                                break;
+                            }
+                            echo_request(&mut buf, next);
+                            sent[next as usize] = now;
+                            next += 1;
                         }
-                        echo_request(&mut buf, next);
-                        sent[next as usize] = now;
-                        next += 1;
                     }
-                    drop(sent);
                     writer.write_all(&buf).await.expect("write");
                     buf.clear();
                 }
