@@ -198,11 +198,16 @@ fn serve_stdio() {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => return,
         };
+        // Only the bytes just read can hold a newline: what was left over holds none, so a
+        // long line is scanned once, not once per read.
+        let mut scan = filled;
         filled += n;
         let mut start = 0;
-        while let Some(pos) = buf[start..filled].iter().position(|&b| b == b'\n') {
-            handle_line(&buf[start..start + pos], &mut out);
-            start += pos + 1;
+        while let Some(pos) = buf[scan..filled].iter().position(|&b| b == b'\n') {
+            let end = scan + pos;
+            handle_line(&buf[start..end], &mut out);
+            start = end + 1;
+            scan = start;
         }
         buf.copy_within(start..filled, 0);
         filled -= start;
