@@ -23,7 +23,7 @@ pub fn tools_list() -> &'static str {
         s.reserve(n * 260);
         for i in 0..n {
             s.push_str(&format!(
-                r#",{{"name":"gen_{i:05}","description":"Generated tool number {i} of the growth benchmark; returns ok.","inputSchema":{{"type":"object","properties":{{"text":{{"type":"string","description":"Any text."}}}},"required":["text"]}},"annotations":{{"readOnlyHint":true}}}}"#
+                r#",{{"name":"gen_{i:05}","description":"Generated tool number {i} of the growth benchmark; returns ok.","inputSchema":{{"type":"object","properties":{{"text":{{"type":"string","description":"Any text for gen_{i:05}."}}}},"required":["text"]}},"annotations":{{"readOnlyHint":true}}}}"#
             ));
         }
         s.push_str("]}");

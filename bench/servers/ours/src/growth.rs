@@ -2,8 +2,8 @@
 //!
 //! - `BENCH_TOOLS=N` registers N generated tools beside the four entries, through the
 //!   runtime builder API (`ToolDef::new` with a JSON Schema, no macros): `gen_00000` ...,
-//!   each with one string argument, the same names, descriptions and schemas as the rmcp
-//!   and floor servers generate.
+//!   each with one string argument and a schema of its own, the same names, descriptions
+//!   and schemas as the rmcp and floor servers generate.
 //! - `BENCH_AUTHORIZER=1` sets a tool authorizer and a read authorizer that allow
 //!   everything (`mcp::auth::allow_all`), so `tools/list` and `tools/call` run the
 //!   authorization path a deployed server runs.
@@ -13,6 +13,12 @@ fn description(i: usize) -> String {
     format!("Generated tool number {i} of the growth benchmark; returns ok.")
 }
 
+/// The description of its argument: one schema per tool, as real tools have (a server
+/// cannot share one schema among them).
+fn argument(i: usize) -> String {
+    format!("Any text for gen_{i:05}.")
+}
+
 /// The builder with the generated tools and authorizers the environment asks for.
 pub fn from_env(mut builder: mcp::ServerBuilder) -> mcp::ServerBuilder {
     let tools: usize = std::env::var("BENCH_TOOLS")
@@ -20,16 +26,15 @@ pub fn from_env(mut builder: mcp::ServerBuilder) -> mcp::ServerBuilder {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     if tools > 0 {
-        let schema = serde_json::json!({
-            "type": "object",
-            "properties": {"text": {"type": "string", "description": "Any text."}},
-            "required": ["text"]
-        });
         builder = builder.tools((0..tools).map(|i| {
             mcp::registry::ToolDef::new(
                 format!("gen_{i:05}"),
                 description(i),
-                schema.clone(),
+                serde_json::json!({
+                    "type": "object",
+                    "properties": {"text": {"type": "string", "description": argument(i)}},
+                    "required": ["text"]
+                }),
                 |_ctx, _args| async { "ok" },
             )
             .read_only()

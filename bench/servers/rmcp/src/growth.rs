@@ -17,18 +17,20 @@ fn generated() -> &'static [ToolRoute<Bench>] {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
-        let schema = serde_json::json!({
-            "type": "object",
-            "properties": {"text": {"type": "string", "description": "Any text."}},
-            "required": ["text"]
-        });
-        let schema = Arc::new(schema.as_object().expect("an object").clone());
         (0..n)
             .map(|i| {
+                // One schema per tool, as real tools have.
+                let serde_json::Value::Object(schema) = serde_json::json!({
+                    "type": "object",
+                    "properties": {"text": {"type": "string", "description": format!("Any text for gen_{i:05}.")}},
+                    "required": ["text"]
+                }) else {
+                    unreachable!("an object")
+                };
                 let tool = Tool::new(
                     format!("gen_{i:05}"),
                     format!("Generated tool number {i} of the growth benchmark; returns ok."),
-                    Arc::clone(&schema),
+                    Arc::new(schema),
                 )
                 .annotate(ToolAnnotations::new().read_only(true));
                 ToolRoute::new_dyn(tool, |_ctx| {
