@@ -11,6 +11,7 @@
 //! ```
 
 mod cold;
+mod growth;
 mod http;
 mod proc;
 mod report;
@@ -83,6 +84,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("all") => run_all(parse_all(&args[1..])),
+        Some("growth") => growth::run(growth::parse(&args[1..])),
         Some("stdio") => {
             let program = Program::new(&args[1]);
             let wiring = match args.get(2).map(String::as_str) {

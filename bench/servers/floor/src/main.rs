@@ -7,6 +7,8 @@
 //! floor [--transport stdio|http] [--bind 127.0.0.1:8080]
 //! ```
 
+mod growth;
+
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::io::{Read, Write};
@@ -102,6 +104,7 @@ fn answer(method: &str, params: Option<&RawValue>) -> Result<String, Fail> {
                     let a: AddArgs = serde_json::from_str(args).map_err(|_| bad)?;
                     a.a.wrapping_add(a.b).to_string().into()
                 }
+                name if growth::is_generated(name) => "ok".into(),
                 _ => return Err((-32602, "Unknown tool")),
             };
             let mut out = String::with_capacity(text.len() + 48);
@@ -110,7 +113,7 @@ fn answer(method: &str, params: Option<&RawValue>) -> Result<String, Fail> {
             out.push_str("}]}");
             out
         }
-        "tools/list" => TOOLS.to_owned(),
+        "tools/list" => growth::tools_list().to_owned(),
         "resources/list" => RESOURCES.to_owned(),
         "resources/read" => {
             let p: UriParams = serde_json::from_str(params).map_err(|_| bad)?;
@@ -195,11 +198,16 @@ fn serve_stdio() {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => return,
         };
+        // Only the bytes just read can hold a newline: what was left over holds none, so a
+        // long line is scanned once, not once per read.
+        let mut scan = filled;
         filled += n;
         let mut start = 0;
-        while let Some(pos) = buf[start..filled].iter().position(|&b| b == b'\n') {
-            handle_line(&buf[start..start + pos], &mut out);
-            start += pos + 1;
+        while let Some(pos) = buf[scan..filled].iter().position(|&b| b == b'\n') {
+            let end = scan + pos;
+            handle_line(&buf[start..end], &mut out);
+            start = end + 1;
+            scan = start;
         }
         buf.copy_within(start..filled, 0);
         filled -= start;

@@ -6,6 +6,7 @@
 //! as the README says to deploy one.
 
 mod entries;
+mod growth;
 
 use entries::*;
 
@@ -13,7 +14,7 @@ use entries::*;
 /// a size limit that never trip): what middleware costs per call, end to end.
 fn layers_from_env(builder: mcp::ServerBuilder) -> mcp::ServerBuilder {
     use mcp::layers::{RateLimit, SizeLimit, Timing};
-    let builder = guard_from_env(builder);
+    let builder = guard_from_env(growth::from_env(builder));
     if std::env::var_os("BENCH_LAYERS").is_none() {
         return builder;
     }

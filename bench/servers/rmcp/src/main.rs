@@ -8,6 +8,8 @@
 //! rmcp-server [--transport stdio|http] [--bind 127.0.0.1:8080]
 //! ```
 
+mod growth;
+
 use std::net::SocketAddr;
 
 use rmcp::handler::server::router::prompt::PromptRouter;
@@ -56,8 +58,10 @@ struct Bench {
 #[tool_router]
 impl Bench {
     fn new() -> Self {
+        let mut tool_router = Self::tool_router();
+        growth::add_generated(&mut tool_router);
         Bench {
-            tool_router: Self::tool_router(),
+            tool_router,
             prompt_router: Self::prompt_router(),
         }
     }
