@@ -74,6 +74,92 @@ pub(crate) fn err(e: redis::RedisError) -> StoreError {
     StoreError(format!("redis: {e}"))
 }
 
+/// A handle on the shared connection for one command (or pipeline), bounded in time: it
+/// fails with a clear error after [`RESPONSE_TIMEOUT`] however long the connection takes to
+/// come back (without this, a command waiting for a reconnection to a silent server waits
+/// for every connection attempt in turn, 13 s and more). A command that may run twice
+/// ([`Repeat::Safe`]) is sent once more when its connection turns out to have been dropped
+/// (Redis restarted: the first command to notice the dead connection fails, and the
+/// manager reconnects), so a restart costs no request.
+struct Bounded {
+    conn: ConnectionManager,
+    repeat: Repeat,
+}
+
+/// Whether a command may be sent again after its connection dropped: it is not known
+/// whether the server ran it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Repeat {
+    /// Running it twice does what running it once does (reads, `SET`, `HSET`, `PEXPIRE`).
+    Safe,
+    /// Running it twice would be wrong (`SET NX`, taking a field, `XADD`, `PUBLISH`):
+    /// its failure is the request's.
+    Never,
+}
+
+/// The error of a command that got no answer in time.
+fn no_answer() -> redis::RedisError {
+    redis::RedisError::from(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("no answer within {} ms", RESPONSE_TIMEOUT.as_millis()),
+    ))
+}
+
+/// Whether a failed command is sent once more: its connection had dropped, and it may
+/// run twice.
+fn again<T>(repeat: Repeat, result: &redis::RedisResult<T>) -> bool {
+    match result {
+        Err(e) if repeat == Repeat::Safe && e.is_connection_dropped() && !e.is_timeout() => {
+            tracing::debug!(target: "mcp::cluster", error = %e, "redis connection dropped; sending again on a new one");
+            true
+        }
+        _ => false,
+    }
+}
+
+/// `attempts`, or the no-answer error after [`RESPONSE_TIMEOUT`].
+async fn within<T>(
+    attempts: impl std::future::Future<Output = redis::RedisResult<T>>,
+) -> redis::RedisResult<T> {
+    tokio::time::timeout(RESPONSE_TIMEOUT, attempts)
+        .await
+        .unwrap_or_else(|_| Err(no_answer()))
+}
+
+impl redis::aio::ConnectionLike for Bounded {
+    fn req_packed_command<'a>(
+        &'a mut self,
+        cmd: &'a redis::Cmd,
+    ) -> redis::RedisFuture<'a, redis::Value> {
+        Box::pin(within(async move {
+            let first = self.conn.req_packed_command(cmd).await;
+            if again(self.repeat, &first) {
+                return self.conn.req_packed_command(cmd).await;
+            }
+            first
+        }))
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        Box::pin(within(async move {
+            let first = self.conn.req_packed_commands(pipeline, offset, count).await;
+            if again(self.repeat, &first) {
+                return self.conn.req_packed_commands(pipeline, offset, count).await;
+            }
+            first
+        }))
+    }
+
+    fn get_db(&self) -> i64 {
+        self.conn.get_db()
+    }
+}
+
 fn ms(d: Duration) -> u64 {
     (d.as_millis() as u64).max(1)
 }
@@ -100,8 +186,16 @@ return v
 "#;
 
 impl RedisBackend {
-    /// Connects (commands reconnect on their own after a failure).
+    /// Connects (commands reconnect on their own after a failure). Fails when the server
+    /// refuses the connection, or does not answer within 3 s.
     pub async fn connect(url: &str, prefix: &str) -> StoreResult<RedisBackend> {
+        match tokio::time::timeout(RESPONSE_TIMEOUT, RedisBackend::try_connect(url, prefix)).await {
+            Ok(connected) => connected,
+            Err(_) => Err(err(no_answer())),
+        }
+    }
+
+    async fn try_connect(url: &str, prefix: &str) -> StoreResult<RedisBackend> {
         let client = redis::Client::open(url).map_err(err)?;
         let config = ConnectionManagerConfig::new()
             .set_response_timeout(Some(RESPONSE_TIMEOUT))
@@ -132,6 +226,14 @@ impl RedisBackend {
         )
         .with_tasks(Arc::clone(&this) as Arc<dyn crate::tasks::TaskStore>)
         .with_backend(this)
+    }
+
+    /// A handle on the connection for one command, bounded in time (see [`Bounded`]).
+    fn bounded(&self, repeat: Repeat) -> Bounded {
+        Bounded {
+            conn: self.conn.clone(),
+            repeat,
+        }
     }
 
     fn key(&self, id: &str) -> String {
@@ -170,8 +272,9 @@ impl RedisBackend {
         target: &str,
         command: &str,
         args: &[&str],
+        repeat: Repeat,
     ) -> StoreResult<redis::Value> {
-        let mut c = self.conn.clone();
+        let mut c = self.bounded(repeat);
         redis::cmd("EVAL")
             .arg(WRITE_IF_LIVE)
             .arg(2)
@@ -185,7 +288,7 @@ impl RedisBackend {
     }
 
     async fn take_field(&self, key: &str, field: &str) -> StoreResult<Option<String>> {
-        let mut c = self.conn.clone();
+        let mut c = self.bounded(Repeat::Never);
         redis::cmd("EVAL")
             .arg(TAKE_FIELD)
             .arg(1)
@@ -300,7 +403,7 @@ impl SessionStore for RedisBackend {
                     .arg(ms(ttl))
                     .ignore();
             }
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             pipe.query_async::<()>(&mut c).await.map_err(err)
         })
     }
@@ -319,7 +422,7 @@ impl SessionStore for RedisBackend {
             for key in self.all_keys(id) {
                 pipe.cmd("PEXPIRE").arg(key).arg(ms(ttl)).ignore();
             }
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             let (hash, subs): (HashMap<String, String>, Vec<String>) =
                 pipe.query_async(&mut c).await.map_err(err)?;
             if hash.is_empty() {
@@ -335,7 +438,7 @@ impl SessionStore for RedisBackend {
             for key in self.all_keys(id) {
                 pipe.cmd("PEXPIRE").arg(key).arg(ms(ttl));
             }
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             let set: Vec<bool> = pipe.query_async(&mut c).await.map_err(err)?;
             Ok(set.first().copied().unwrap_or(false))
         })
@@ -360,21 +463,23 @@ impl SessionStore for RedisBackend {
                     if let Some(i) = &info {
                         args.extend(["info", i.as_str()]);
                     }
-                    self.write_if_live(id, &key, "HSET", &args).await?;
+                    self.write_if_live(id, &key, "HSET", &args, Repeat::Safe)
+                        .await?;
                 }
                 SessionChange::Ready => {
-                    self.write_if_live(id, &key, "HSET", &["init", "1"]).await?;
+                    self.write_if_live(id, &key, "HSET", &["init", "1"], Repeat::Safe)
+                        .await?;
                 }
                 SessionChange::LogLevel { level } => {
-                    self.write_if_live(id, &key, "HSET", &["level", level])
+                    self.write_if_live(id, &key, "HSET", &["level", level], Repeat::Safe)
                         .await?;
                 }
                 SessionChange::Subscribe { uri } => {
-                    self.write_if_live(id, &self.sub_key(id, "subs"), "SADD", &[uri])
+                    self.write_if_live(id, &self.sub_key(id, "subs"), "SADD", &[uri], Repeat::Safe)
                         .await?;
                 }
                 SessionChange::Unsubscribe { uri } => {
-                    self.write_if_live(id, &self.sub_key(id, "subs"), "SREM", &[uri])
+                    self.write_if_live(id, &self.sub_key(id, "subs"), "SREM", &[uri], Repeat::Safe)
                         .await?;
                 }
             }
@@ -384,7 +489,7 @@ impl SessionStore for RedisBackend {
 
     fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
         traced("remove", "session", async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Never);
             let removed: i64 = redis::cmd("DEL")
                 .arg(&self.all_keys(id))
                 .query_async(&mut c)
@@ -398,7 +503,7 @@ impl SessionStore for RedisBackend {
         traced("next_stream", "session", async move {
             let key = self.key(id);
             let n = self
-                .write_if_live(id, &key, "HINCRBY", &["streams", "1"])
+                .write_if_live(id, &key, "HINCRBY", &["streams", "1"], Repeat::Safe)
                 .await?;
             Ok(match n {
                 redis::Value::Int(n) if n > 0 => n as u64,
@@ -416,9 +521,15 @@ impl SessionStore for RedisBackend {
     ) -> BoxFuture<'a, StoreResult<()>> {
         traced("open_stream", "session", async move {
             let field = stream.to_string();
-            self.write_if_live(id, &self.sub_key(id, "run"), "HSET", &[&field, &json(info)])
-                .await
-                .map(|_| ())
+            self.write_if_live(
+                id,
+                &self.sub_key(id, "run"),
+                "HSET",
+                &[&field, &json(info)],
+                Repeat::Safe,
+            )
+            .await
+            .map(|_| ())
         })
     }
 
@@ -444,7 +555,7 @@ impl SessionStore for RedisBackend {
         stream: u64,
     ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>> {
         traced("stream_info", "session", async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             let v: Option<String> = redis::cmd("HGET")
                 .arg(self.sub_key(id, "run"))
                 .arg(stream)
@@ -470,6 +581,7 @@ impl SessionStore for RedisBackend {
                 &self.sub_key(id, "asks"),
                 "HSET",
                 &[request, &json(ask)],
+                Repeat::Safe,
             )
             .await
             .map(|_| ())
@@ -495,7 +607,7 @@ impl SessionStore for RedisBackend {
         stream: u64,
     ) -> BoxFuture<'a, StoreResult<Vec<(String, ParkedAsk)>>> {
         traced("parked_on", "session", async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             let all: HashMap<String, String> = redis::cmd("HGETALL")
                 .arg(self.sub_key(id, "asks"))
                 .query_async(&mut c)
@@ -529,6 +641,7 @@ impl EventStore for RedisBackend {
                     &self.sub_key(id, "ev"),
                     "XADD",
                     &["MAXLEN", "~", &max, "*", "s", &stream, "f", frame],
+                    Repeat::Never,
                 )
                 .await?;
             Ok(match pos {
@@ -553,6 +666,7 @@ impl EventStore for RedisBackend {
                 &self.sub_key(id, "ev"),
                 "XADD",
                 &["MAXLEN", "~", &max, "*", "s", &stream, "end", "1"],
+                Repeat::Never,
             )
             .await
             .map(|_| ())
@@ -561,7 +675,7 @@ impl EventStore for RedisBackend {
 
     fn tail<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<String>> {
         traced("tail", "events", async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             let last: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
                 .arg(self.sub_key(id, "ev"))
                 .arg("+")
@@ -590,7 +704,7 @@ impl EventStore for RedisBackend {
             } else {
                 "-".to_owned()
             };
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             let entries: Vec<(String, HashMap<String, String>)> = redis::cmd("XRANGE")
                 .arg(self.sub_key(id, "ev"))
                 .arg(&start)
@@ -641,7 +755,7 @@ impl NonceStore for RedisBackend {
                 .map(|d| d.as_millis() as u64)
                 .unwrap_or(0);
             let px = expires_at_ms.saturating_sub(now).max(1);
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Never);
             let set: Option<String> = redis::cmd("SET")
                 .arg(format!("{}:nonce:{nonce}", self.prefix))
                 .arg(1)
@@ -663,7 +777,7 @@ impl Bus for RedisBackend {
                 Some(to) => self.replica_channel(to),
                 None => self.bus_channel(),
             };
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Never);
             redis::cmd("PUBLISH")
                 .arg(channel)
                 .arg(json(message))
@@ -712,7 +826,7 @@ impl Bus for RedisBackend {
 
     fn heartbeat<'a>(&'a self, replica: &'a str, ttl: Duration) -> BoxFuture<'a, StoreResult<()>> {
         async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             redis::cmd("SET")
                 .arg(self.alive_key(replica))
                 .arg(1)
@@ -727,7 +841,7 @@ impl Bus for RedisBackend {
 
     fn is_alive<'a>(&'a self, replica: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
         traced("is_alive", "bus", async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             redis::cmd("EXISTS")
                 .arg(self.alive_key(replica))
                 .query_async(&mut c)
@@ -738,7 +852,7 @@ impl Bus for RedisBackend {
 
     fn leave<'a>(&'a self, replica: &'a str) -> BoxFuture<'a, StoreResult<()>> {
         traced("leave", "bus", async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             redis::cmd("DEL")
                 .arg(self.alive_key(replica))
                 .query_async::<()>(&mut c)
@@ -785,9 +899,10 @@ return 1
 impl RedisBackend {
     /// A connection for a command (cheap: a handle on the shared multiplexed one), for the
     /// stores of other modules that keep their records here.
+    /// Each command through it fails after [`RESPONSE_TIMEOUT`] rather than wait on.
     #[cfg(feature = "oauth")]
-    pub(crate) fn connection(&self) -> ConnectionManager {
-        self.conn.clone()
+    pub(crate) fn connection(&self) -> impl redis::aio::ConnectionLike + Send + use<> {
+        self.bounded(Repeat::Never)
     }
 
     /// `<prefix>:<rest>`: a key of this deployment.
@@ -821,7 +936,7 @@ impl crate::tasks::TaskStore for RedisBackend {
                 .ttl_ms
                 .map(|_| record.expires_ms().to_string())
                 .unwrap_or_default();
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Never);
             let outcome: String = redis::cmd("EVAL")
                 .arg(TASK_CREATE)
                 .arg(3)
@@ -850,7 +965,7 @@ impl crate::tasks::TaskStore for RedisBackend {
         task_id: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<crate::tasks::TaskRecord>>> {
         traced("get", "task", async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             let text: Option<String> = redis::cmd("GET")
                 .arg(self.task_key(task_id))
                 .query_async(&mut c)
@@ -865,7 +980,7 @@ impl crate::tasks::TaskStore for RedisBackend {
         record: &'a crate::tasks::TaskRecord,
     ) -> BoxFuture<'a, StoreResult<bool>> {
         traced("update", "task", async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Never);
             let written: i64 = redis::cmd("EVAL")
                 .arg(TASK_UPDATE)
                 .arg(1)
@@ -883,7 +998,7 @@ impl crate::tasks::TaskStore for RedisBackend {
         owner: &'a str,
     ) -> BoxFuture<'a, StoreResult<Vec<crate::tasks::TaskRecord>>> {
         traced("list", "task", async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             let ids: Vec<String> = redis::cmd("ZRANGEBYSCORE")
                 .arg(self.task_owner_index(owner))
                 .arg(format!("({}", crate::tasks::now_ms()))
