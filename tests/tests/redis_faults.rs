@@ -364,6 +364,76 @@ async fn before_restart(r: &Replicas) -> Before {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_with_persistence_keeps_sessions_questions_and_tasks() {
+    let test = "restart_persistent";
+    let Some(mut redis) = RedisServer::start_persistent(test) else {
+        return;
+    };
+    let r = Replicas::start(&[redis.url(), redis.url()], test).await;
+    let mut b = before_restart(&r).await;
+
+    redis.restart();
+    let restarted = Instant::now();
+
+    // The session goes on, on either replica, once each has reconnected.
+    let recovered = until("the session is served again", RECOVERY, || {
+        let mut c = r.on(&b.session, 1);
+        async move {
+            c.exchange(
+                json!(20),
+                "tools/call",
+                call("add", json!({"a": 1, "b": 2})),
+            )
+            .await
+            .status
+                == StatusCode::OK
+        }
+    })
+    .await;
+    let add = r
+        .on(&b.session, 0)
+        .request(21, "tools/call", call("add", json!({"a": 2, "b": 3})))
+        .await;
+    assert_eq!(text(&add), "5");
+
+    // The parked question is answered on the other replica: the call parked on replica 0
+    // runs once, and its response arrives on the stream the client kept open.
+    let answered = r
+        .on(&b.session, 1)
+        .post(approve(&b.question))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), StatusCode::ACCEPTED);
+    let result = response_to(&mut b.stream, 10, RECOVERY).await;
+    assert_eq!(text(&result), "spent", "{result}");
+    assert_eq!(r.spent(), 1);
+
+    // The tasks are where they were: the finished one with its result, the running one
+    // still running, and cancellable from the other replica.
+    let done = task_status(&r.stateless(1), &b.finished).await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    let running = task_status(&r.stateless(1), &b.running).await;
+    assert_eq!(running["result"]["status"], "working", "{running}");
+    let ack = r
+        .stateless(1)
+        .request(
+            json!("cancel"),
+            "tasks/cancel",
+            json!({"taskId": b.running}),
+        )
+        .await;
+    assert!(ack.get("error").is_none(), "{ack}");
+    until("the task is cancelled", RECOVERY, || async {
+        task_status(&r.stateless(0), &b.running).await["result"]["status"] == "cancelled"
+    })
+    .await;
+    println!(
+        "redis restarted (persistent): served again {recovered:?} after the restart, all kept ({:?} in all)",
+        restarted.elapsed()
+    );
+}
 
 
 // ---- Redis slow ----
