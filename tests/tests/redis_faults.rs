@@ -438,8 +438,157 @@ async fn a_restart_with_persistence_keeps_sessions_questions_and_tasks() {
 
 // ---- Redis slow ----
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_redis_fails_requests_in_bounded_time() {
+    let test = "slow";
+    let Some(redis) = RedisServer::start(test) else {
+        return;
+    };
+    let r = Replicas::start(&[redis.url(), redis.url()], test).await;
+    let mut session = McpHttp::new(r.url(0));
+    session.initialize("2025-11-25", json!({})).await;
+    let task = start_job(&r, 0, 60_000).await;
+    let state = approval_state(&r, 0).await;
+
+    // Redis stops answering for 6 s (every client paused).
+    assert_eq!(redis.command(&["CLIENT", "PAUSE", "6000", "ALL"]), "+OK");
+    let paused = Instant::now();
+
+    let mut on_one = r.on(&session, 1);
+    let (handshake, stateless, approval) = tokio::join!(
+        timed("a session's request", BOUND, async {
+            on_one
+                .exchange(json!(2), "tools/call", call("add", json!({"a": 1, "b": 1})))
+                .await
+        }),
+        timed("tasks/get", BOUND, async {
+            r.stateless(1)
+                .exchange(json!(3), "tasks/get", json!({"taskId": task}))
+                .await
+        }),
+        timed("an approved retry", BOUND, async {
+            r.stateless(1)
+                .exchange(json!(4), "tools/call", state.clone())
+                .await
+        }),
+    );
+    assert_store_unavailable(handshake.0.status, &handshake.0.response);
+    assert_eq!(stateless.0.status, StatusCode::OK);
+    assert_internal_store_error(&stateless.0.response);
+    assert!(
+        approval.0.response.get("error").is_some(),
+        "{:?}",
+        approval.0
+    );
+    assert_eq!(r.spent(), 0);
+    println!(
+        "redis paused: a session's request 503 after {:?}, tasks/get error after {:?}, an approval refused after {:?}",
+        handshake.1, stateless.1, approval.1
+    );
+
+    // Once Redis answers again, so do the replicas; the state was not consumed.
+    let recovered =
+        until(
+            "served again after the pause",
+            Duration::from_secs(12),
+            || {
+                let mut c = r.on(&session, 1);
+                async move {
+                    c.exchange(json!(5), "tools/list", json!({})).await.status == StatusCode::OK
+                }
+            },
+        )
+        .await;
+    let running = task_status(&r.stateless(1), &task).await;
+    assert_eq!(running["result"]["status"], "working", "{running}");
+    let (approved, freed) = present_again(&r, 0, &state).await;
+    assert_eq!(text(&approved), "spent", "{approved}");
+    assert_eq!(r.spent(), 1);
+    println!(
+        "redis paused: the refused requestState usable again {freed:?} after the replicas served again"
+    );
+    println!(
+        "redis paused: served again {:?} after the pause began ({recovered:?} of polling)",
+        paused.elapsed()
+    );
+}
 
 // ---- Redis partitioned from one replica ----
 
+async fn partitioned(link: Link, test: &str) {
+    let Some(redis) = RedisServer::start(test) else {
+        return;
+    };
+    let target = format!("127.0.0.1:{}", redis.port()).parse().unwrap();
+    let proxy = TcpProxy::start(target).await;
+    // Replica 0 reaches Redis through the proxy; replica 1 directly.
+    let r = Replicas::start(&[proxy.redis_url(), redis.url()], test).await;
+    let mut session = McpHttp::new(r.url(1));
+    session.initialize("2025-11-25", json!({})).await;
+    let task = start_job(&r, 1, 60_000).await;
+    let state = approval_state(&r, 1).await;
 
+    proxy.set(link);
 
+    // Replica 0 says it cannot reach the store; it never calls the session unknown, never
+    // calls the task unknown, and never opens the state.
+    let mut on_zero = r.on(&session, 0);
+    let (handshake, took) = timed("a session's request", BOUND, async {
+        on_zero.exchange(json!(2), "tools/list", json!({})).await
+    })
+    .await;
+    assert_store_unavailable(handshake.status, &handshake.response);
+    let (tasks, took_task) = timed("tasks/get", BOUND, async {
+        r.stateless(0)
+            .exchange(json!(3), "tasks/get", json!({"taskId": task}))
+            .await
+    })
+    .await;
+    assert_internal_store_error(&tasks.response);
+    let (approval, took_approval) = timed("an approved retry", BOUND, async {
+        r.stateless(0)
+            .exchange(json!(4), "tools/call", state.clone())
+            .await
+    })
+    .await;
+    assert!(approval.response.get("error").is_some(), "{:?}", approval);
+    assert_eq!(r.spent(), 0);
+    // Replica 1 serves on.
+    let add = r
+        .on(&session, 1)
+        .request(5, "tools/call", call("add", json!({"a": 1, "b": 1})))
+        .await;
+    assert_eq!(text(&add), "2");
+
+    proxy.set(Link::Up);
+    let healed = Instant::now();
+    let recovered = until("replica 0 serves again", RECOVERY, || {
+        let mut c = r.on(&session, 0);
+        async move { c.exchange(json!(6), "tools/list", json!({})).await.status == StatusCode::OK }
+    })
+    .await;
+    let running = task_status(&r.stateless(0), &task).await;
+    assert_eq!(running["result"]["status"], "working", "{running}");
+    let (approved, freed) = present_again(&r, 0, &state).await;
+    assert_eq!(text(&approved), "spent", "{approved}");
+    println!(
+        "redis {link:?}: the refused requestState usable again {freed:?} after replica 0 served again"
+    );
+    let again = r.stateless(1).request(json!(8), "tools/call", state).await;
+    assert!(again.get("error").is_some(), "{again}");
+    assert_eq!(r.spent(), 1, "an approval ran twice");
+    println!(
+        "redis {link:?} from one replica: 503 after {took:?}, tasks/get error after {took_task:?}, approval refused after {took_approval:?}; served again {:?} after the link returned ({recovered:?} of polling)",
+        healed.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_cut_off_from_redis_refuses_rather_than_answers_wrongly() {
+    partitioned(Link::Cut, "partition_cut").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_whose_redis_link_goes_silent_refuses_in_bounded_time() {
+    partitioned(Link::Silent, "partition_silent").await;
+}

@@ -743,6 +743,67 @@ impl EventStore for RedisBackend {
     }
 }
 
+/// Records a nonce as used, unless the attempt was called off. KEYS: the nonce's key, the
+/// attempt's void key. ARGV: the attempt's token, the nonce's life (ms). Returns 1 when
+/// recorded, 0 when it was used before (or the attempt was called off).
+const NONCE_CONSUME: &str = r#"
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+return 0
+"#;
+
+/// Calls off an attempt to record a nonce whose answer never came: frees the nonce if the
+/// attempt recorded it, or voids the attempt if it has not run yet (it may still be
+/// queued). KEYS: the nonce's key, the attempt's void key. ARGV: the attempt's token, the
+/// nonce's life (ms).
+const NONCE_RELEASE: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+redis.call('SET', KEYS[2], 1, 'PX', ARGV[2])
+return 0
+"#;
+
+/// How often a called-off nonce record is retried until Redis answers.
+const RELEASE_EVERY: Duration = Duration::from_millis(250);
+
+impl RedisBackend {
+    /// Calls off the attempt `token` to record `nonce_key` (its answer never came, so the
+    /// request that presented the state was refused): once Redis answers again, the state
+    /// may be presented again, though the attempt may have run late (Redis slow, or the
+    /// reply lost). Retried in the background until done or the state expired.
+    fn release_nonce(&self, nonce_key: String, token: String, expires_at_ms: u64) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let void = format!("{nonce_key}:void:{token}");
+            loop {
+                let px = expires_at_ms.saturating_sub(crate::tasks::now_ms());
+                if px == 0 {
+                    return;
+                }
+                let mut c = this.bounded(Repeat::Safe);
+                let done: redis::RedisResult<i64> = redis::cmd("EVAL")
+                    .arg(NONCE_RELEASE)
+                    .arg(2)
+                    .arg(&nonce_key)
+                    .arg(&void)
+                    .arg(&token)
+                    .arg(px)
+                    .query_async(&mut c)
+                    .await;
+                match done {
+                    Ok(_) => {
+                        tracing::info!(target: "mcp::cluster", "a requestState refused while Redis did not answer can be presented again");
+                        return;
+                    }
+                    Err(_) => tokio::time::sleep(RELEASE_EVERY).await,
+                }
+            }
+        });
+    }
+}
+
 impl NonceStore for RedisBackend {
     fn consume<'a>(
         &'a self,
@@ -750,22 +811,28 @@ impl NonceStore for RedisBackend {
         expires_at_ms: u64,
     ) -> BoxFuture<'a, StoreResult<bool>> {
         traced("consume", "nonce", async move {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0);
-            let px = expires_at_ms.saturating_sub(now).max(1);
+            let px = expires_at_ms.saturating_sub(crate::tasks::now_ms()).max(1);
+            let key = format!("{}:nonce:{nonce}", self.prefix);
+            let token = crate::util::random_token(12);
             let mut c = self.bounded(Repeat::Never);
-            let set: Option<String> = redis::cmd("SET")
-                .arg(format!("{}:nonce:{nonce}", self.prefix))
-                .arg(1)
-                .arg("NX")
-                .arg("PX")
+            let recorded: redis::RedisResult<i64> = redis::cmd("EVAL")
+                .arg(NONCE_CONSUME)
+                .arg(2)
+                .arg(&key)
+                .arg(format!("{key}:void:{token}"))
+                .arg(&token)
                 .arg(px)
                 .query_async(&mut c)
-                .await
-                .map_err(err)?;
-            Ok(set.is_some())
+                .await;
+            match recorded {
+                Ok(n) => Ok(n == 1),
+                Err(e) => {
+                    // Whether it ran is unknown: the request is refused, and the record,
+                    // if it was made, undone.
+                    self.release_nonce(key, token, expires_at_ms);
+                    Err(err(e))
+                }
+            }
         })
     }
 }
