@@ -435,6 +435,100 @@ async fn a_restart_with_persistence_keeps_sessions_questions_and_tasks() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_without_persistence_gives_clear_errors() {
+    let test = "restart_empty";
+    let Some(mut redis) = RedisServer::start(test) else {
+        return;
+    };
+    let r = Replicas::start(&[redis.url(), redis.url()], test).await;
+    let mut b = before_restart(&r).await;
+    // A requestState used once before the restart.
+    let state = approval_state(&r, 0).await;
+    let used = r
+        .stateless(1)
+        .request(json!(2), "tools/call", state.clone())
+        .await;
+    assert_eq!(text(&used), "spent");
+
+    redis.restart();
+
+    // The session is gone everywhere: 404, as the spec says of a session that ended, so
+    // the client starts a new one.
+    let gone = until("the session is reported gone", RECOVERY, || {
+        let mut c = r.on(&b.session, 1);
+        async move {
+            let ex = c.exchange(json!(20), "tools/list", json!({})).await;
+            assert_ne!(ex.status, StatusCode::OK, "a lost session was served");
+            ex.status == StatusCode::NOT_FOUND
+        }
+    })
+    .await;
+    let on_asker = r
+        .on(&b.session, 0)
+        .exchange(json!(21), "tools/list", json!({}))
+        .await;
+    assert_eq!(on_asker.status, StatusCode::NOT_FOUND);
+    // The answer to the lost question is refused with the session, the parked call ends,
+    // and the tool never runs.
+    let late = r
+        .on(&b.session, 1)
+        .post(approve(&b.question))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(late.status(), StatusCode::NOT_FOUND);
+    let ended = tokio::time::timeout(BOUND, b.stream.rest()).await;
+    assert!(ended.is_ok(), "the lost session's stream did not end");
+    assert_eq!(r.spent(), 1, "the lost question's tool ran");
+
+    // The tasks are unknown, except the running one on the replica running it (which
+    // answers from the task itself until it ends; its end finds no record to write).
+    for (id, i) in [(&b.running, 1), (&b.finished, 0), (&b.finished, 1)] {
+        {
+            let lost = task_status(&r.stateless(i), id).await;
+            assert_eq!(lost["error"]["code"], -32602, "{lost}");
+            assert!(
+                lost["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("unknown taskId"),
+                "{lost}"
+            );
+        }
+    }
+
+    // A requestState used before the restart is not accepted again.
+    let replayed = r.stateless(0).request(json!(3), "tools/call", state).await;
+    assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
+    assert!(
+        replayed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("issued before the server's shared store lost its records"),
+        "{replayed}"
+    );
+    assert_eq!(r.spent(), 1, "an approval ran twice");
+    // A state issued since runs once.
+    let fresh_state = approval_state(&r, 1).await;
+    let (fresh_run, _) = present_again(&r, 0, &fresh_state).await;
+    assert_eq!(text(&fresh_run), "spent", "{fresh_run}");
+    assert_eq!(r.spent(), 2);
+
+    // New work goes on.
+    let mut fresh = McpHttp::new(r.url(1));
+    fresh
+        .initialize("2025-11-25", json!({"elicitation": {}}))
+        .await;
+    let add = r
+        .on(&fresh, 0)
+        .request(30, "tools/call", call("add", json!({"a": 2, "b": 2})))
+        .await;
+    assert_eq!(text(&add), "4");
+    println!(
+        "redis restarted (no persistence): the session reported gone (404) {gone:?} after the restart"
+    );
+}
 
 // ---- Redis slow ----
 

@@ -47,7 +47,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Bus, Cluster, Deliver, Envelope, EventStore, NonceStore, Owner, ParkedAsk, Replay,
+    Bus, Cluster, Deliver, Envelope, EventStore, NonceStore, NonceUse, Owner, ParkedAsk, Replay,
     SessionChange, SessionRecord, SessionStore, StoreError, StoreResult, StoredEvent, StreamInfo,
     valid_pos,
 };
@@ -212,6 +212,14 @@ impl RedisBackend {
         };
         let mut c = backend.conn.clone();
         let _: String = redis::cmd("PING").query_async(&mut c).await.map_err(err)?;
+        // The epoch exists before this replica issues any requestState.
+        let _: i64 = redis::cmd("EVAL")
+            .arg(EPOCH)
+            .arg(1)
+            .arg(backend.epoch_key())
+            .query_async(&mut c)
+            .await
+            .map_err(err)?;
         Ok(backend)
     }
 
@@ -260,6 +268,11 @@ impl RedisBackend {
 
     fn replica_channel(&self, replica: &str) -> String {
         format!("{}:to:{replica}", self.prefix)
+    }
+
+    /// `<p>:epoch`: since when the store holds every nonce recorded (see [`EPOCH`]).
+    fn epoch_key(&self) -> String {
+        format!("{}:epoch", self.prefix)
     }
 
     fn alive_key(&self, replica: &str) -> String {
@@ -743,11 +756,33 @@ impl EventStore for RedisBackend {
     }
 }
 
-/// Records a nonce as used, unless the attempt was called off. KEYS: the nonce's key, the
-/// attempt's void key. ARGV: the attempt's token, the nonce's life (ms). Returns 1 when
-/// recorded, 0 when it was used before (or the attempt was called off).
+/// Sets the store's epoch if it has none: the time (Redis's clock, Unix ms) since which it
+/// holds every nonce recorded. A store that lost its keys (restarted without persistence)
+/// gets a new one at the next heartbeat. KEYS: the epoch's key. Returns the epoch.
+const EPOCH: &str = r#"
+local e = redis.call('GET', KEYS[1])
+if e then return tonumber(e) end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('SET', KEYS[1], now)
+return now
+"#;
+
+/// Records a nonce as used, unless the attempt was called off or the state was issued
+/// before the store's epoch. KEYS: the nonce's key, the attempt's void key, the epoch's
+/// key. ARGV: the attempt's token, the nonce's life (ms), the state's issue time (Unix
+/// ms). Returns 1 when recorded, 0 when it was used before (or the attempt was called
+/// off), 2 when the state is older than the epoch.
 const NONCE_CONSUME: &str = r#"
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+local e = redis.call('GET', KEYS[3])
+local epoch = e and tonumber(e)
+if not epoch then
+  local t = redis.call('TIME')
+  epoch = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('SET', KEYS[3], epoch)
+end
+if tonumber(ARGV[3]) < epoch then return 2 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
 return 0
 "#;
@@ -810,6 +845,18 @@ impl NonceStore for RedisBackend {
         nonce: &'a str,
         expires_at_ms: u64,
     ) -> BoxFuture<'a, StoreResult<bool>> {
+        // A state of unknown age: only its single use is checked.
+        Box::pin(async move {
+            Ok(self.consume_issued(nonce, u64::MAX, expires_at_ms).await? == NonceUse::Fresh)
+        })
+    }
+
+    fn consume_issued<'a>(
+        &'a self,
+        nonce: &'a str,
+        issued_at_ms: u64,
+        expires_at_ms: u64,
+    ) -> BoxFuture<'a, StoreResult<NonceUse>> {
         traced("consume", "nonce", async move {
             let px = expires_at_ms.saturating_sub(crate::tasks::now_ms()).max(1);
             let key = format!("{}:nonce:{nonce}", self.prefix);
@@ -817,15 +864,19 @@ impl NonceStore for RedisBackend {
             let mut c = self.bounded(Repeat::Never);
             let recorded: redis::RedisResult<i64> = redis::cmd("EVAL")
                 .arg(NONCE_CONSUME)
-                .arg(2)
+                .arg(3)
                 .arg(&key)
                 .arg(format!("{key}:void:{token}"))
+                .arg(self.epoch_key())
                 .arg(&token)
                 .arg(px)
+                .arg(issued_at_ms)
                 .query_async(&mut c)
                 .await;
             match recorded {
-                Ok(n) => Ok(n == 1),
+                Ok(1) => Ok(NonceUse::Fresh),
+                Ok(2) => Ok(NonceUse::Forgotten),
+                Ok(_) => Ok(NonceUse::Used),
                 Err(e) => {
                     // Whether it ran is unknown: the request is refused, and the record,
                     // if it was made, undone.
@@ -894,14 +945,20 @@ impl Bus for RedisBackend {
     fn heartbeat<'a>(&'a self, replica: &'a str, ttl: Duration) -> BoxFuture<'a, StoreResult<()>> {
         async move {
             let mut c = self.bounded(Repeat::Safe);
-            redis::cmd("SET")
+            let mut pipe = redis::pipe();
+            pipe.cmd("SET")
                 .arg(self.alive_key(replica))
                 .arg(1)
                 .arg("PX")
                 .arg(ms(ttl))
-                .query_async::<()>(&mut c)
-                .await
-                .map_err(err)
+                .ignore()
+                // A store that lost its keys gets a new epoch within a heartbeat.
+                .cmd("EVAL")
+                .arg(EPOCH)
+                .arg(1)
+                .arg(self.epoch_key())
+                .ignore();
+            pipe.query_async::<()>(&mut c).await.map_err(err)
         }
         .boxed()
     }
