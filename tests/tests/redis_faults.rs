@@ -686,3 +686,80 @@ async fn a_replica_cut_off_from_redis_refuses_rather_than_answers_wrongly() {
 async fn a_replica_whose_redis_link_goes_silent_refuses_in_bounded_time() {
     partitioned(Link::Silent, "partition_silent").await;
 }
+
+// ---- Connections to Redis lost silently ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_whose_redis_connections_are_lost_silently_reconnects() {
+    let test = "lost_connections";
+    let Some(redis) = RedisServer::start(test) else {
+        return;
+    };
+    let target = format!("127.0.0.1:{}", redis.port()).parse().unwrap();
+    let proxy = TcpProxy::start(target).await;
+    let r = Replicas::start(&[proxy.redis_url(), redis.url()], test).await;
+    let mut session = McpHttp::new(r.url(0));
+    session
+        .initialize("2025-11-25", json!({"elicitation": {}}))
+        .await;
+
+    // Every connection replica 0 has to Redis goes dead without a word (its commands and
+    // its bus subscription); the network itself works.
+    proxy.lose_open_connections();
+    let lost = Instant::now();
+
+    // Its requests fail in bounded time, then it serves again on new connections.
+    let (first, took) = timed("a session's request", BOUND, async {
+        r.on(&session, 0)
+            .exchange(json!(2), "tools/list", json!({}))
+            .await
+    })
+    .await;
+    assert_store_unavailable(first.status, &first.response);
+    let recovered = until("replica 0 serves again", RECOVERY, || {
+        let mut c = r.on(&session, 0);
+        async move { c.exchange(json!(3), "tools/list", json!({})).await.status == StatusCode::OK }
+    })
+    .await;
+
+    // It hears the bus again: a question it parks is answered through replica 1. (An
+    // answer published before it noticed its subscription was dead is lost: that call's
+    // question times out, and the call is denied.)
+    let mut id = 3;
+    let hears = until(
+        "an answer routed to replica 0 reaches it",
+        RECOVERY * 2,
+        || {
+            id += 1;
+            let (r, session, id) = (&r, &session, id);
+            async move {
+                let (mut stream, question) = start_spend(&r.on(session, 0), id).await;
+                let answered = r
+                    .on(session, 1)
+                    .post(approve(&question))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(answered.status(), StatusCode::ACCEPTED);
+                let reply = tokio::time::timeout(Duration::from_secs(2), async {
+                    loop {
+                        let Some(e) = stream.next().await else {
+                            return Value::Null;
+                        };
+                        if !e.data.is_empty() && e.json()["id"] == id {
+                            return e.json();
+                        }
+                    }
+                })
+                .await;
+                reply.is_ok_and(|v| v["result"]["content"][0]["text"] == "spent")
+            }
+        },
+    )
+    .await;
+    assert_eq!(r.spent(), 1);
+    println!(
+        "redis connections of one replica lost silently: 503 after {took:?}, served again {recovered:?} later, bus heard again {:?} after the loss ({hears:?} of trying)",
+        lost.elapsed()
+    );
+}

@@ -55,6 +55,9 @@ use super::{
 /// How long one Redis command may take before the request that needed it fails.
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// How often a replica checks that its bus subscription still hears Redis.
+const BUS_PING_EVERY: Duration = Duration::from_secs(1);
+
 /// Connects to Redis at `url` (`redis://[:password@]host:port[/db]`) and returns this
 /// replica's [`Cluster`] over it, with keys under `prefix`.
 pub async fn connect(url: &str, prefix: &str) -> StoreResult<Cluster> {
@@ -65,8 +68,44 @@ pub async fn connect(url: &str, prefix: &str) -> StoreResult<Cluster> {
 #[derive(Clone)]
 pub struct RedisBackend {
     client: redis::Client,
-    conn: ConnectionManager,
+    conn: Arc<Conn>,
     prefix: Arc<str>,
+}
+
+/// The connection commands share, replaced when it stops answering. The manager reconnects
+/// on its own when its connection drops, but not when it goes silent: a half-open TCP
+/// connection (the far end gone or a stateful middlebox's table flushed, with no reset ever
+/// arriving) left every command timing out for good, long after the network recovered.
+struct Conn {
+    client: redis::Client,
+    config: ConnectionManagerConfig,
+    /// The manager, and when it was made (which generation a timed-out command used).
+    current: parking_lot::RwLock<(ConnectionManager, std::time::Instant)>,
+}
+
+impl Conn {
+    fn get(&self) -> (ConnectionManager, std::time::Instant) {
+        self.current.read().clone()
+    }
+
+    /// A command on the manager made at `born` got no answer: if that manager is still
+    /// the current one, a new one (connecting on its first command) takes its place. The
+    /// old one's pending commands fail with its connection.
+    fn replace(&self, born: std::time::Instant) {
+        let mut current = self.current.write();
+        if current.1 != born {
+            return;
+        }
+        match ConnectionManager::new_lazy_with_config(self.client.clone(), self.config.clone()) {
+            Ok(fresh) => {
+                tracing::warn!(target: "mcp::cluster", "redis did not answer in time; its next command uses a new connection");
+                *current = (fresh, std::time::Instant::now());
+            }
+            Err(e) => {
+                tracing::warn!(target: "mcp::cluster", error = %e, "could not make a new redis connection");
+            }
+        }
+    }
 }
 
 /// A Redis error as a store error.
@@ -84,6 +123,9 @@ pub(crate) fn err(e: redis::RedisError) -> StoreError {
 struct Bounded {
     conn: ConnectionManager,
     repeat: Repeat,
+    /// Where the connection came from, and when it was made (a timeout replaces it).
+    link: Arc<Conn>,
+    born: std::time::Instant,
 }
 
 /// Whether a command may be sent again after its connection dropped: it is not known
@@ -126,18 +168,35 @@ async fn within<T>(
         .unwrap_or_else(|_| Err(no_answer()))
 }
 
+impl Bounded {
+    /// A command that got no answer in time: the connection is replaced.
+    fn check<T>(link: &Conn, born: std::time::Instant, result: &redis::RedisResult<T>) {
+        if let Err(e) = result
+            && e.is_timeout()
+        {
+            link.replace(born);
+        }
+    }
+}
+
 impl redis::aio::ConnectionLike for Bounded {
     fn req_packed_command<'a>(
         &'a mut self,
         cmd: &'a redis::Cmd,
     ) -> redis::RedisFuture<'a, redis::Value> {
-        Box::pin(within(async move {
-            let first = self.conn.req_packed_command(cmd).await;
-            if again(self.repeat, &first) {
-                return self.conn.req_packed_command(cmd).await;
-            }
-            first
-        }))
+        let (link, born) = (Arc::clone(&self.link), self.born);
+        Box::pin(async move {
+            let result = within(async move {
+                let first = self.conn.req_packed_command(cmd).await;
+                if again(self.repeat, &first) {
+                    return self.conn.req_packed_command(cmd).await;
+                }
+                first
+            })
+            .await;
+            Bounded::check(&link, born, &result);
+            result
+        })
     }
 
     fn req_packed_commands<'a>(
@@ -146,13 +205,19 @@ impl redis::aio::ConnectionLike for Bounded {
         offset: usize,
         count: usize,
     ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
-        Box::pin(within(async move {
-            let first = self.conn.req_packed_commands(pipeline, offset, count).await;
-            if again(self.repeat, &first) {
-                return self.conn.req_packed_commands(pipeline, offset, count).await;
-            }
-            first
-        }))
+        let (link, born) = (Arc::clone(&self.link), self.born);
+        Box::pin(async move {
+            let result = within(async move {
+                let first = self.conn.req_packed_commands(pipeline, offset, count).await;
+                if again(self.repeat, &first) {
+                    return self.conn.req_packed_commands(pipeline, offset, count).await;
+                }
+                first
+            })
+            .await;
+            Bounded::check(&link, born, &result);
+            result
+        })
     }
 
     fn get_db(&self) -> i64 {
@@ -202,15 +267,19 @@ impl RedisBackend {
             .set_connection_timeout(Some(RESPONSE_TIMEOUT))
             .set_number_of_retries(3);
         let conn = client
-            .get_connection_manager_with_config(config)
+            .get_connection_manager_with_config(config.clone())
             .await
             .map_err(err)?;
         let backend = RedisBackend {
+            conn: Arc::new(Conn {
+                client: client.clone(),
+                config,
+                current: parking_lot::RwLock::new((conn, std::time::Instant::now())),
+            }),
             client,
-            conn,
             prefix: Arc::from(prefix),
         };
-        let mut c = backend.conn.clone();
+        let mut c = backend.bounded(Repeat::Safe);
         let _: String = redis::cmd("PING").query_async(&mut c).await.map_err(err)?;
         // The epoch exists before this replica issues any requestState.
         let _: i64 = redis::cmd("EVAL")
@@ -238,9 +307,12 @@ impl RedisBackend {
 
     /// A handle on the connection for one command, bounded in time (see [`Bounded`]).
     fn bounded(&self, repeat: Repeat) -> Bounded {
+        let (conn, born) = self.conn.get();
         Bounded {
-            conn: self.conn.clone(),
+            conn,
             repeat,
+            link: Arc::clone(&self.conn),
+            born,
         }
     }
 
@@ -911,16 +983,36 @@ impl Bus for RedisBackend {
         tokio::spawn(async move {
             loop {
                 let session = async {
-                    let mut pubsub = client.get_async_pubsub().await?;
+                    let pubsub = tokio::time::timeout(RESPONSE_TIMEOUT, client.get_async_pubsub())
+                        .await
+                        .unwrap_or_else(|_| Err(no_answer()))?;
+                    let (mut sink, mut messages) = pubsub.split();
                     for channel in &channels {
-                        pubsub.subscribe(channel).await?;
+                        tokio::time::timeout(RESPONSE_TIMEOUT, sink.subscribe(channel))
+                            .await
+                            .unwrap_or_else(|_| Err(no_answer()))?;
                     }
-                    let mut messages = pubsub.on_message();
-                    while let Some(msg) = messages.next().await {
-                        match serde_json::from_slice::<Envelope>(msg.get_payload_bytes()) {
-                            Ok(m) => deliver(m),
-                            Err(e) => {
-                                tracing::warn!(target: "mcp::cluster", error = %e, "ignoring a malformed bus message");
+                    // A subscription that stops hearing from Redis without its connection
+                    // closing (half-open) would leave this replica deaf to the others while
+                    // its heartbeat says it is alive: Redis is asked for a pong every
+                    // second, and a missing one ends the connection.
+                    let mut ping = tokio::time::interval(BUS_PING_EVERY);
+                    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    loop {
+                        tokio::select! {
+                            msg = messages.next() => {
+                                let Some(msg) = msg else { break };
+                                match serde_json::from_slice::<Envelope>(msg.get_payload_bytes()) {
+                                    Ok(m) => deliver(m),
+                                    Err(e) => {
+                                        tracing::warn!(target: "mcp::cluster", error = %e, "ignoring a malformed bus message");
+                                    }
+                                }
+                            }
+                            _ = ping.tick() => {
+                                tokio::time::timeout(RESPONSE_TIMEOUT, sink.ping::<redis::Value>())
+                                    .await
+                                    .unwrap_or_else(|_| Err(no_answer()))?;
                             }
                         }
                     }
