@@ -278,14 +278,8 @@ async fn the_backend_gives_up_on_a_redis_that_accepts_but_never_answers() {
     );
 }
 
-#[tokio::test]
-async fn the_binary_refuses_to_start_without_its_redis() {
-    let dir = std::env::temp_dir().join(format!("mcp-redis-boot-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let key = dir.join("state-key");
-    std::fs::write(&key, SHARED_KEY).unwrap();
-    let port = free_port();
-    let url = format!("redis://:hunter2@127.0.0.1:{port}/0");
+/// Runs the fixture binary as one replica of `url`'s Redis; its output and how long it ran.
+async fn boot_binary(url: &str, key: &std::path::Path) -> (std::process::Output, Duration) {
     let started = Instant::now();
     let out = tokio::time::timeout(
         Duration::from_secs(30),
@@ -297,27 +291,44 @@ async fn the_binary_refuses_to_start_without_its_redis() {
                 "127.0.0.1:0",
                 "--allow-unauthorized-for-local-development",
                 "--redis-url",
-                &url,
+                url,
                 "--state-key-file",
                 key.to_str().unwrap(),
             ])
             .env_remove("MCP_REDIS_URL")
             .env_remove("MCP_STATE_KEY")
             .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
             .output(),
     )
     .await
     .expect("the binary exits")
     .expect("the binary runs");
-    let took = started.elapsed();
+    (out, started.elapsed())
+}
+
+#[tokio::test]
+async fn the_binary_refuses_to_start_without_its_redis() {
+    let dir = std::env::temp_dir().join(format!("mcp-redis-boot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = dir.join("state-key");
+    std::fs::write(&key, SHARED_KEY).unwrap();
+    let port = free_port();
+    let closed = format!("redis://:hunter2@127.0.0.1:{port}/0");
+    // A port that accepts and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("redis://{}", silent.local_addr().unwrap());
+    let ((refused, took), (unanswered, took_silent)) =
+        tokio::join!(boot_binary(&closed, &key), boot_binary(&silent_url, &key));
     let _ = std::fs::remove_dir_all(&dir);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+
+    let stderr = String::from_utf8_lossy(&refused.stderr);
     println!(
         "redis down at boot (binary): exit {:?} after {took:?}: {}",
-        out.status.code(),
+        refused.status.code(),
         stderr.trim()
     );
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
     assert!(took < BOUND, "took {took:?}");
     assert!(
         stderr.contains(&format!(
@@ -327,7 +338,21 @@ async fn the_binary_refuses_to_start_without_its_redis() {
     );
     assert!(stderr.contains("refused"), "{stderr}");
     assert!(!stderr.contains("hunter2"), "the password leaked: {stderr}");
-    assert!(out.stdout.is_empty(), "it served nothing");
+    assert!(refused.stdout.is_empty(), "it served nothing");
+
+    let stderr = String::from_utf8_lossy(&unanswered.stderr);
+    println!(
+        "redis silent at boot (binary): exit {:?} after {took_silent:?}: {}",
+        unanswered.status.code(),
+        stderr.trim()
+    );
+    assert_eq!(unanswered.status.code(), Some(1), "{stderr}");
+    assert!(took_silent < Duration::from_secs(6), "took {took_silent:?}");
+    assert!(
+        stderr.contains(&format!("cannot join the replicas' Redis at {silent_url}"))
+            && stderr.contains("no answer within 3000 ms"),
+        "{stderr}"
+    );
 }
 
 // ---- Redis restarted mid-session ----

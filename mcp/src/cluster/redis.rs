@@ -23,12 +23,19 @@
 //! | `<p>:s:<s>:asks` | hash | its parked questions: request id → `{replica, stream, approval}` |
 //! | `<p>:s:<s>:run` | hash | its running POST streams: stream number → `{replica, calls}` |
 //! | `<p>:s:<s>:ev` | stream | its SSE events (`s` stream number, `f` frame; `end` marks a stream's end), `XADD MAXLEN ~` bounded |
-//! | `<p>:nonce:<n>` | string | a used `requestState` nonce, until the state expires (`SET NX PX`) |
+//! | `<p>:nonce:<n>` | string | a used `requestState` nonce (the token of the attempt that recorded it), until the state expires (`SET NX PX`) |
+//! | `<p>:nonce:<n>:void:<t>` | string | an attempt to record a nonce that got no answer, called off (so that it does nothing if it runs late), until the state expires |
+//! | `<p>:epoch` | string | since when (Unix ms, Redis's clock) the store holds every nonce recorded: a `requestState` issued before it is refused (the store lost its keys, and with them the used nonces) |
 //! | `<p>:alive:<r>` | string | replica `r`'s heartbeat (`PX` 3 s, renewed every second) |
 //! | `<p>:t:<task>` | string | a task's record (JSON), expiring with the task's `ttl` (`PX`) |
 //! | `<p>:towner:<owner>`, `<p>:tall` | sorted set | task ids by expiry, per owner and in total (the task caps) |
 //! | `<p>:tok:<user>` | hash | third-party tokens (`mcp::connect`, the `oauth` feature): a field per provider |
 //! | `<p>:cf:<ref>`, `<p>:cfs:<state>`, `<p>:cfo:<user>`, `<p>:cfall` | | pending third-party sign-in links, their OAuth states and their bounds (`mcp::connect`) |
+//!
+//! Every command fails after 3 s without an answer (reconnecting included), and the
+//! connection that gave no answer is replaced; a command that may run twice is sent again
+//! once when its connection turns out to have dropped (Redis restarted). The README's
+//! "When Redis fails" says what clients see.
 //!
 //! Every session key expires with the session (`PEXPIRE` on each use; a write to a
 //! session that is gone does nothing). Replicas talk on the channels `<p>:bus` (everyone)
