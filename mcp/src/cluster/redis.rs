@@ -139,7 +139,8 @@ struct Bounded {
 /// whether the server ran it.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Repeat {
-    /// Running it twice does what running it once does (reads, `SET`, `HSET`, `PEXPIRE`).
+    /// Running it twice does what running it once does (reads, `SET`, `HSET`, `PEXPIRE`),
+    /// or no harm (`HINCRBY` of a session's stream numbers skips one).
     Safe,
     /// Running it twice would be wrong (`SET NX`, taking a field, `XADD`, `PUBLISH`):
     /// its failure is the request's.
