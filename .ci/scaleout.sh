@@ -4,8 +4,8 @@
 #
 #  1. installs redis-server and nginx from Debian's packages if they are missing (no
 #     Docker), starts Redis on a free loopback port;
-#  2. runs the Redis-backed scale-out tests with MCP_REQUIRE_REDIS=1 (they fail rather than
-#     skip without Redis);
+#  2. runs the Redis-backed scale-out tests and the Redis fault tests with
+#     MCP_REQUIRE_REDIS=1 (they fail rather than skip without Redis);
 #  3. starts three replicas with --redis-url and one shared --state-key-file, and nginx in
 #     front of them (round-robin, HTTP/1.1 keep-alive to the upstreams, proxy_buffering off
 #     for SSE, the client's Host passed through for the DNS-rebinding guard);
@@ -96,7 +96,7 @@ REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 echo "redis on $REDIS_URL (pid $REDIS_PID)"
 
 section "scale-out: the Redis-backed tests (MCP_REQUIRE_REDIS=1)"
-MCP_REQUIRE_REDIS=1 cargo test --quiet -p mcp-tests --test scaleout
+MCP_REQUIRE_REDIS=1 cargo test --quiet -p mcp-tests --test scaleout --test redis_faults
 
 section "scale-out: install the conformance suite, build everything (release)"
 install_conformance_suite

@@ -7,6 +7,7 @@ pub mod http;
 pub mod idp;
 pub mod pipe;
 pub mod process;
+pub mod proxy;
 pub mod redis;
 pub mod schema;
 

@@ -1,5 +1,6 @@
 //! A throwaway `redis-server` for tests: started from `PATH` on a random loopback port,
-//! with no persistence, and killed when dropped.
+//! with no persistence (or, for the fault tests, an append-only file of its own), and
+//! killed when dropped. The fault tests also kill and restart it, and send it commands.
 //!
 //! When `redis-server` is not installed, [`RedisServer::start`] prints a line saying the
 //! test is skipped and returns `None`, unless `MCP_REQUIRE_REDIS=1` is set (CI sets it),
@@ -11,8 +12,10 @@ use std::time::{Duration, Instant};
 
 /// A running `redis-server`.
 pub struct RedisServer {
-    child: Child,
+    child: Option<Child>,
     port: u16,
+    /// The directory of its append-only file, when it persists.
+    dir: Option<std::path::PathBuf>,
 }
 
 /// Whether the environment demands Redis (`MCP_REQUIRE_REDIS=1`).
@@ -20,55 +23,98 @@ pub fn required() -> bool {
     std::env::var("MCP_REQUIRE_REDIS").is_ok_and(|v| v == "1" || v == "true")
 }
 
+/// Whether `redis-server` is on `PATH`; when it is not, says the test is skipped (or
+/// panics when Redis is required).
+fn installed(test: &str) -> bool {
+    let installed = Command::new("redis-server")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !installed {
+        assert!(
+            !required(),
+            "{test}: MCP_REQUIRE_REDIS=1 but redis-server is not on PATH (apt-get install redis-server)"
+        );
+        println!(
+            "{test}: skipped (redis-server is not on PATH; set MCP_REQUIRE_REDIS=1 to fail instead)"
+        );
+    }
+    installed
+}
+
 impl RedisServer {
     /// Starts one for the test `test`, or returns `None` (with a "skipped" line) when
     /// `redis-server` is not installed and Redis is not required.
     pub fn start(test: &str) -> Option<RedisServer> {
-        let installed = Command::new("redis-server")
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !installed {
-            assert!(
-                !required(),
-                "{test}: MCP_REQUIRE_REDIS=1 but redis-server is not on PATH (apt-get install redis-server)"
-            );
-            println!(
-                "{test}: skipped (redis-server is not on PATH; set MCP_REQUIRE_REDIS=1 to fail instead)"
-            );
+        RedisServer::launch(test, None)
+    }
+
+    /// [`RedisServer::start`], persisting every write before it answers (`appendonly yes`,
+    /// `appendfsync always`) in a directory of its own, so that a restart keeps the data.
+    pub fn start_persistent(test: &str) -> Option<RedisServer> {
+        static DIRS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = DIRS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("mcp-redis-{test}-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a directory for the append-only file");
+        RedisServer::launch(test, Some(dir))
+    }
+
+    fn launch(test: &str, dir: Option<std::path::PathBuf>) -> Option<RedisServer> {
+        if !installed(test) {
             return None;
         }
         // A free port: bind one, then let redis take it. A race with another process is
         // possible but unlikely; the start-up check below catches it.
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free loopback port")
-            .port();
+        let mut server = RedisServer {
+            child: None,
+            port: free_port(),
+            dir,
+        };
+        server.spawn(test);
+        Some(server)
+    }
+
+    fn spawn(&mut self, test: &str) {
+        let port = self.port.to_string();
+        let mut args = vec![
+            "--port",
+            &port,
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--daemonize",
+            "no",
+            "--loglevel",
+            "warning",
+        ];
+        let dir;
+        match &self.dir {
+            Some(d) => {
+                dir = d.display().to_string();
+                args.extend([
+                    "--dir",
+                    &dir,
+                    "--appendonly",
+                    "yes",
+                    "--appendfsync",
+                    "always",
+                ]);
+            }
+            None => args.extend(["--appendonly", "no"]),
+        }
         let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--daemonize",
-                "no",
-                "--loglevel",
-                "warning",
-            ])
+            .args(&args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn redis-server");
-        let mut server = RedisServer { child, port };
+        self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
-        while !server.answers() {
-            if let Ok(Some(status)) = server.child.try_wait() {
+        while !self.answers() {
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
                 panic!("{test}: redis-server exited at start ({status})");
             }
             assert!(
@@ -77,7 +123,44 @@ impl RedisServer {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        Some(server)
+    }
+
+    /// Kills it (SIGKILL, as a crash would): the port stops answering.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills it and starts it again on the same port (with the same append-only file when
+    /// it persists; empty otherwise), returning once it answers.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn("restart");
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Sends one command on a connection of its own and returns the first line of the
+    /// reply (`+OK`, `:3`, `-ERR ...`, `$5` ...).
+    pub fn command(&self, args: &[&str]) -> String {
+        use std::io::{BufRead as _, Write as _};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+        let mut frame = format!("*{}\r\n", args.len());
+        for a in args {
+            frame.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        s.write_all(frame.as_bytes()).expect("send a command");
+        let mut line = String::new();
+        std::io::BufReader::new(s)
+            .read_line(&mut line)
+            .expect("a reply");
+        line.trim_end().to_owned()
     }
 
     /// `redis://127.0.0.1:<port>`.
@@ -101,9 +184,19 @@ impl RedisServer {
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
+}
+
+/// A loopback port nobody listens on (bound, then released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
 }
 
 /// Which backend a scale-out scenario runs on.

@@ -30,7 +30,7 @@ enum Backend {
     Memory(MemoryBackend),
     Redis {
         backend: RedisBackend,
-        _server: RedisServer,
+        _server: Box<RedisServer>,
     },
 }
 
@@ -61,7 +61,7 @@ impl Replicas {
                     .expect("connect to the test redis");
                 Backend::Redis {
                     backend: redis,
-                    _server: server,
+                    _server: Box::new(server),
                 }
             }
         };

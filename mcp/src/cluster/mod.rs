@@ -332,6 +332,39 @@ pub trait NonceStore: Send + Sync + 'static {
         nonce: &'a str,
         expires_at_ms: u64,
     ) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// [`NonceStore::consume`] for a state issued at `issued_at_ms` (Unix milliseconds). A
+    /// store that can lose its records while the replicas live on (Redis restarted without
+    /// persistence) answers [`NonceUse::Forgotten`] for a state issued before it last lost
+    /// them: whether that state was used is no longer known, and recording it as new would
+    /// let a used state (an approval) be replayed. The default, for stores that lose their
+    /// records only with the process that issued the states, is `consume`.
+    fn consume_issued<'a>(
+        &'a self,
+        nonce: &'a str,
+        issued_at_ms: u64,
+        expires_at_ms: u64,
+    ) -> BoxFuture<'a, StoreResult<NonceUse>> {
+        let _ = issued_at_ms;
+        Box::pin(async move {
+            Ok(if self.consume(nonce, expires_at_ms).await? {
+                NonceUse::Fresh
+            } else {
+                NonceUse::Used
+            })
+        })
+    }
+}
+
+/// What [`NonceStore::consume_issued`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NonceUse {
+    /// Not used before; recorded as used now.
+    Fresh,
+    /// Used before.
+    Used,
+    /// Issued before the store last lost its records: counted as used.
+    Forgotten,
 }
 
 /// What replicas tell each other.

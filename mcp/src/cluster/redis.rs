@@ -23,12 +23,19 @@
 //! | `<p>:s:<s>:asks` | hash | its parked questions: request id → `{replica, stream, approval}` |
 //! | `<p>:s:<s>:run` | hash | its running POST streams: stream number → `{replica, calls}` |
 //! | `<p>:s:<s>:ev` | stream | its SSE events (`s` stream number, `f` frame; `end` marks a stream's end), `XADD MAXLEN ~` bounded |
-//! | `<p>:nonce:<n>` | string | a used `requestState` nonce, until the state expires (`SET NX PX`) |
+//! | `<p>:nonce:<n>` | string | a used `requestState` nonce (the token of the attempt that recorded it), until the state expires (`SET NX PX`) |
+//! | `<p>:nonce:<n>:void:<t>` | string | an attempt to record a nonce that got no answer, called off (so that it does nothing if it runs late), until the state expires |
+//! | `<p>:epoch` | string | since when (Unix ms, Redis's clock) the store holds every nonce recorded: a `requestState` issued before it is refused (the store lost its keys, and with them the used nonces) |
 //! | `<p>:alive:<r>` | string | replica `r`'s heartbeat (`PX` 3 s, renewed every second) |
 //! | `<p>:t:<task>` | string | a task's record (JSON), expiring with the task's `ttl` (`PX`) |
 //! | `<p>:towner:<owner>`, `<p>:tall` | sorted set | task ids by expiry, per owner and in total (the task caps) |
 //! | `<p>:tok:<user>` | hash | third-party tokens (`mcp::connect`, the `oauth` feature): a field per provider |
 //! | `<p>:cf:<ref>`, `<p>:cfs:<state>`, `<p>:cfo:<user>`, `<p>:cfall` | | pending third-party sign-in links, their OAuth states and their bounds (`mcp::connect`) |
+//!
+//! Every command fails after 3 s without an answer (reconnecting included), and the
+//! connection that gave no answer is replaced; a command that may run twice is sent again
+//! once when its connection turns out to have dropped (Redis restarted). The README's
+//! "When Redis fails" says what clients see.
 //!
 //! Every session key expires with the session (`PEXPIRE` on each use; a write to a
 //! session that is gone does nothing). Replicas talk on the channels `<p>:bus` (everyone)
@@ -47,13 +54,16 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Bus, Cluster, Deliver, Envelope, EventStore, NonceStore, Owner, ParkedAsk, Replay,
+    Bus, Cluster, Deliver, Envelope, EventStore, NonceStore, NonceUse, Owner, ParkedAsk, Replay,
     SessionChange, SessionRecord, SessionStore, StoreError, StoreResult, StoredEvent, StreamInfo,
     valid_pos,
 };
 
 /// How long one Redis command may take before the request that needed it fails.
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How often a replica checks that its bus subscription still hears Redis.
+const BUS_PING_EVERY: Duration = Duration::from_secs(1);
 
 /// Connects to Redis at `url` (`redis://[:password@]host:port[/db]`) and returns this
 /// replica's [`Cluster`] over it, with keys under `prefix`.
@@ -65,13 +75,162 @@ pub async fn connect(url: &str, prefix: &str) -> StoreResult<Cluster> {
 #[derive(Clone)]
 pub struct RedisBackend {
     client: redis::Client,
-    conn: ConnectionManager,
+    conn: Arc<Conn>,
     prefix: Arc<str>,
+}
+
+/// The connection commands share, replaced when it stops answering. The manager reconnects
+/// on its own when its connection drops, but not when it goes silent: a half-open TCP
+/// connection (the far end gone or a stateful middlebox's table flushed, with no reset ever
+/// arriving) left every command timing out for good, long after the network recovered.
+struct Conn {
+    client: redis::Client,
+    config: ConnectionManagerConfig,
+    /// The manager, and when it was made (which generation a timed-out command used).
+    current: parking_lot::RwLock<(ConnectionManager, std::time::Instant)>,
+}
+
+impl Conn {
+    fn get(&self) -> (ConnectionManager, std::time::Instant) {
+        self.current.read().clone()
+    }
+
+    /// A command on the manager made at `born` got no answer: if that manager is still
+    /// the current one, a new one (connecting on its first command) takes its place. The
+    /// old one's pending commands fail with its connection.
+    fn replace(&self, born: std::time::Instant) {
+        let mut current = self.current.write();
+        if current.1 != born {
+            return;
+        }
+        match ConnectionManager::new_lazy_with_config(self.client.clone(), self.config.clone()) {
+            Ok(fresh) => {
+                tracing::warn!(target: "mcp::cluster", "redis did not answer in time; its next command uses a new connection");
+                *current = (fresh, std::time::Instant::now());
+            }
+            Err(e) => {
+                tracing::warn!(target: "mcp::cluster", error = %e, "could not make a new redis connection");
+            }
+        }
+    }
 }
 
 /// A Redis error as a store error.
 pub(crate) fn err(e: redis::RedisError) -> StoreError {
     StoreError(format!("redis: {e}"))
+}
+
+/// A handle on the shared connection for one command (or pipeline), bounded in time: it
+/// fails with a clear error after [`RESPONSE_TIMEOUT`] however long the connection takes to
+/// come back (without this, a command waiting for a reconnection to a silent server waits
+/// for every connection attempt in turn, 13 s and more). A command that may run twice
+/// ([`Repeat::Safe`]) is sent once more when its connection turns out to have been dropped
+/// (Redis restarted: the first command to notice the dead connection fails, and the
+/// manager reconnects), so a restart costs no request.
+struct Bounded {
+    conn: ConnectionManager,
+    repeat: Repeat,
+    /// Where the connection came from, and when it was made (a timeout replaces it).
+    link: Arc<Conn>,
+    born: std::time::Instant,
+}
+
+/// Whether a command may be sent again after its connection dropped: it is not known
+/// whether the server ran it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Repeat {
+    /// Running it twice does what running it once does (reads, `SET`, `HSET`, `PEXPIRE`),
+    /// or no harm (`HINCRBY` of a session's stream numbers skips one).
+    Safe,
+    /// Running it twice would be wrong (`SET NX`, taking a field, `XADD`, `PUBLISH`):
+    /// its failure is the request's.
+    Never,
+}
+
+/// The error of a command that got no answer in time.
+fn no_answer() -> redis::RedisError {
+    redis::RedisError::from(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("no answer within {} ms", RESPONSE_TIMEOUT.as_millis()),
+    ))
+}
+
+/// Whether a failed command is sent once more: its connection had dropped, and it may
+/// run twice.
+fn again<T>(repeat: Repeat, result: &redis::RedisResult<T>) -> bool {
+    match result {
+        Err(e) if repeat == Repeat::Safe && e.is_connection_dropped() && !e.is_timeout() => {
+            tracing::debug!(target: "mcp::cluster", error = %e, "redis connection dropped; sending again on a new one");
+            true
+        }
+        _ => false,
+    }
+}
+
+/// `attempts`, or the no-answer error after [`RESPONSE_TIMEOUT`].
+async fn within<T>(
+    attempts: impl std::future::Future<Output = redis::RedisResult<T>>,
+) -> redis::RedisResult<T> {
+    tokio::time::timeout(RESPONSE_TIMEOUT, attempts)
+        .await
+        .unwrap_or_else(|_| Err(no_answer()))
+}
+
+impl Bounded {
+    /// A command that got no answer in time: the connection is replaced.
+    fn check<T>(link: &Conn, born: std::time::Instant, result: &redis::RedisResult<T>) {
+        if let Err(e) = result
+            && e.is_timeout()
+        {
+            link.replace(born);
+        }
+    }
+}
+
+impl redis::aio::ConnectionLike for Bounded {
+    fn req_packed_command<'a>(
+        &'a mut self,
+        cmd: &'a redis::Cmd,
+    ) -> redis::RedisFuture<'a, redis::Value> {
+        let (link, born) = (Arc::clone(&self.link), self.born);
+        Box::pin(async move {
+            let result = within(async move {
+                let first = self.conn.req_packed_command(cmd).await;
+                if again(self.repeat, &first) {
+                    return self.conn.req_packed_command(cmd).await;
+                }
+                first
+            })
+            .await;
+            Bounded::check(&link, born, &result);
+            result
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        let (link, born) = (Arc::clone(&self.link), self.born);
+        Box::pin(async move {
+            let result = within(async move {
+                let first = self.conn.req_packed_commands(pipeline, offset, count).await;
+                if again(self.repeat, &first) {
+                    return self.conn.req_packed_commands(pipeline, offset, count).await;
+                }
+                first
+            })
+            .await;
+            Bounded::check(&link, born, &result);
+            result
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.conn.get_db()
+    }
 }
 
 fn ms(d: Duration) -> u64 {
@@ -100,24 +259,44 @@ return v
 "#;
 
 impl RedisBackend {
-    /// Connects (commands reconnect on their own after a failure).
+    /// Connects (commands reconnect on their own after a failure). Fails when the server
+    /// refuses the connection, or does not answer within 3 s.
     pub async fn connect(url: &str, prefix: &str) -> StoreResult<RedisBackend> {
+        match tokio::time::timeout(RESPONSE_TIMEOUT, RedisBackend::try_connect(url, prefix)).await {
+            Ok(connected) => connected,
+            Err(_) => Err(err(no_answer())),
+        }
+    }
+
+    async fn try_connect(url: &str, prefix: &str) -> StoreResult<RedisBackend> {
         let client = redis::Client::open(url).map_err(err)?;
         let config = ConnectionManagerConfig::new()
             .set_response_timeout(Some(RESPONSE_TIMEOUT))
             .set_connection_timeout(Some(RESPONSE_TIMEOUT))
             .set_number_of_retries(3);
         let conn = client
-            .get_connection_manager_with_config(config)
+            .get_connection_manager_with_config(config.clone())
             .await
             .map_err(err)?;
         let backend = RedisBackend {
+            conn: Arc::new(Conn {
+                client: client.clone(),
+                config,
+                current: parking_lot::RwLock::new((conn, std::time::Instant::now())),
+            }),
             client,
-            conn,
             prefix: Arc::from(prefix),
         };
-        let mut c = backend.conn.clone();
+        let mut c = backend.bounded(Repeat::Safe);
         let _: String = redis::cmd("PING").query_async(&mut c).await.map_err(err)?;
+        // The epoch exists before this replica issues any requestState.
+        let _: i64 = redis::cmd("EVAL")
+            .arg(EPOCH)
+            .arg(1)
+            .arg(backend.epoch_key())
+            .query_async(&mut c)
+            .await
+            .map_err(err)?;
         Ok(backend)
     }
 
@@ -132,6 +311,17 @@ impl RedisBackend {
         )
         .with_tasks(Arc::clone(&this) as Arc<dyn crate::tasks::TaskStore>)
         .with_backend(this)
+    }
+
+    /// A handle on the connection for one command, bounded in time (see [`Bounded`]).
+    fn bounded(&self, repeat: Repeat) -> Bounded {
+        let (conn, born) = self.conn.get();
+        Bounded {
+            conn,
+            repeat,
+            link: Arc::clone(&self.conn),
+            born,
+        }
     }
 
     fn key(&self, id: &str) -> String {
@@ -160,6 +350,11 @@ impl RedisBackend {
         format!("{}:to:{replica}", self.prefix)
     }
 
+    /// `<p>:epoch`: since when the store holds every nonce recorded (see [`EPOCH`]).
+    fn epoch_key(&self) -> String {
+        format!("{}:epoch", self.prefix)
+    }
+
     fn alive_key(&self, replica: &str) -> String {
         format!("{}:alive:{replica}", self.prefix)
     }
@@ -170,8 +365,9 @@ impl RedisBackend {
         target: &str,
         command: &str,
         args: &[&str],
+        repeat: Repeat,
     ) -> StoreResult<redis::Value> {
-        let mut c = self.conn.clone();
+        let mut c = self.bounded(repeat);
         redis::cmd("EVAL")
             .arg(WRITE_IF_LIVE)
             .arg(2)
@@ -185,7 +381,7 @@ impl RedisBackend {
     }
 
     async fn take_field(&self, key: &str, field: &str) -> StoreResult<Option<String>> {
-        let mut c = self.conn.clone();
+        let mut c = self.bounded(Repeat::Never);
         redis::cmd("EVAL")
             .arg(TAKE_FIELD)
             .arg(1)
@@ -300,7 +496,7 @@ impl SessionStore for RedisBackend {
                     .arg(ms(ttl))
                     .ignore();
             }
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             pipe.query_async::<()>(&mut c).await.map_err(err)
         })
     }
@@ -319,7 +515,7 @@ impl SessionStore for RedisBackend {
             for key in self.all_keys(id) {
                 pipe.cmd("PEXPIRE").arg(key).arg(ms(ttl)).ignore();
             }
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             let (hash, subs): (HashMap<String, String>, Vec<String>) =
                 pipe.query_async(&mut c).await.map_err(err)?;
             if hash.is_empty() {
@@ -335,7 +531,7 @@ impl SessionStore for RedisBackend {
             for key in self.all_keys(id) {
                 pipe.cmd("PEXPIRE").arg(key).arg(ms(ttl));
             }
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             let set: Vec<bool> = pipe.query_async(&mut c).await.map_err(err)?;
             Ok(set.first().copied().unwrap_or(false))
         })
@@ -360,21 +556,23 @@ impl SessionStore for RedisBackend {
                     if let Some(i) = &info {
                         args.extend(["info", i.as_str()]);
                     }
-                    self.write_if_live(id, &key, "HSET", &args).await?;
+                    self.write_if_live(id, &key, "HSET", &args, Repeat::Safe)
+                        .await?;
                 }
                 SessionChange::Ready => {
-                    self.write_if_live(id, &key, "HSET", &["init", "1"]).await?;
+                    self.write_if_live(id, &key, "HSET", &["init", "1"], Repeat::Safe)
+                        .await?;
                 }
                 SessionChange::LogLevel { level } => {
-                    self.write_if_live(id, &key, "HSET", &["level", level])
+                    self.write_if_live(id, &key, "HSET", &["level", level], Repeat::Safe)
                         .await?;
                 }
                 SessionChange::Subscribe { uri } => {
-                    self.write_if_live(id, &self.sub_key(id, "subs"), "SADD", &[uri])
+                    self.write_if_live(id, &self.sub_key(id, "subs"), "SADD", &[uri], Repeat::Safe)
                         .await?;
                 }
                 SessionChange::Unsubscribe { uri } => {
-                    self.write_if_live(id, &self.sub_key(id, "subs"), "SREM", &[uri])
+                    self.write_if_live(id, &self.sub_key(id, "subs"), "SREM", &[uri], Repeat::Safe)
                         .await?;
                 }
             }
@@ -384,7 +582,7 @@ impl SessionStore for RedisBackend {
 
     fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
         traced("remove", "session", async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Never);
             let removed: i64 = redis::cmd("DEL")
                 .arg(&self.all_keys(id))
                 .query_async(&mut c)
@@ -398,7 +596,7 @@ impl SessionStore for RedisBackend {
         traced("next_stream", "session", async move {
             let key = self.key(id);
             let n = self
-                .write_if_live(id, &key, "HINCRBY", &["streams", "1"])
+                .write_if_live(id, &key, "HINCRBY", &["streams", "1"], Repeat::Safe)
                 .await?;
             Ok(match n {
                 redis::Value::Int(n) if n > 0 => n as u64,
@@ -416,9 +614,15 @@ impl SessionStore for RedisBackend {
     ) -> BoxFuture<'a, StoreResult<()>> {
         traced("open_stream", "session", async move {
             let field = stream.to_string();
-            self.write_if_live(id, &self.sub_key(id, "run"), "HSET", &[&field, &json(info)])
-                .await
-                .map(|_| ())
+            self.write_if_live(
+                id,
+                &self.sub_key(id, "run"),
+                "HSET",
+                &[&field, &json(info)],
+                Repeat::Safe,
+            )
+            .await
+            .map(|_| ())
         })
     }
 
@@ -444,7 +648,7 @@ impl SessionStore for RedisBackend {
         stream: u64,
     ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>> {
         traced("stream_info", "session", async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             let v: Option<String> = redis::cmd("HGET")
                 .arg(self.sub_key(id, "run"))
                 .arg(stream)
@@ -470,6 +674,7 @@ impl SessionStore for RedisBackend {
                 &self.sub_key(id, "asks"),
                 "HSET",
                 &[request, &json(ask)],
+                Repeat::Safe,
             )
             .await
             .map(|_| ())
@@ -495,7 +700,7 @@ impl SessionStore for RedisBackend {
         stream: u64,
     ) -> BoxFuture<'a, StoreResult<Vec<(String, ParkedAsk)>>> {
         traced("parked_on", "session", async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             let all: HashMap<String, String> = redis::cmd("HGETALL")
                 .arg(self.sub_key(id, "asks"))
                 .query_async(&mut c)
@@ -529,6 +734,7 @@ impl EventStore for RedisBackend {
                     &self.sub_key(id, "ev"),
                     "XADD",
                     &["MAXLEN", "~", &max, "*", "s", &stream, "f", frame],
+                    Repeat::Never,
                 )
                 .await?;
             Ok(match pos {
@@ -553,6 +759,7 @@ impl EventStore for RedisBackend {
                 &self.sub_key(id, "ev"),
                 "XADD",
                 &["MAXLEN", "~", &max, "*", "s", &stream, "end", "1"],
+                Repeat::Never,
             )
             .await
             .map(|_| ())
@@ -561,7 +768,7 @@ impl EventStore for RedisBackend {
 
     fn tail<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<String>> {
         traced("tail", "events", async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             let last: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
                 .arg(self.sub_key(id, "ev"))
                 .arg("+")
@@ -590,7 +797,7 @@ impl EventStore for RedisBackend {
             } else {
                 "-".to_owned()
             };
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             let entries: Vec<(String, HashMap<String, String>)> = redis::cmd("XRANGE")
                 .arg(self.sub_key(id, "ev"))
                 .arg(&start)
@@ -629,29 +836,134 @@ impl EventStore for RedisBackend {
     }
 }
 
+/// Sets the store's epoch if it has none: the time (Redis's clock, Unix ms) since which it
+/// holds every nonce recorded. A store that lost its keys (restarted without persistence)
+/// gets a new one at the next heartbeat. KEYS: the epoch's key. Returns the epoch.
+const EPOCH: &str = r#"
+local e = redis.call('GET', KEYS[1])
+if e then return tonumber(e) end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('SET', KEYS[1], now)
+return now
+"#;
+
+/// Records a nonce as used, unless the attempt was called off or the state was issued
+/// before the store's epoch. KEYS: the nonce's key, the attempt's void key, the epoch's
+/// key. ARGV: the attempt's token, the nonce's life (ms), the state's issue time (Unix
+/// ms). Returns 1 when recorded, 0 when it was used before (or the attempt was called
+/// off), 2 when the state is older than the epoch.
+const NONCE_CONSUME: &str = r#"
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+local e = redis.call('GET', KEYS[3])
+local epoch = e and tonumber(e)
+if not epoch then
+  local t = redis.call('TIME')
+  epoch = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('SET', KEYS[3], epoch)
+end
+if tonumber(ARGV[3]) < epoch then return 2 end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+return 0
+"#;
+
+/// Calls off an attempt to record a nonce whose answer never came: frees the nonce if the
+/// attempt recorded it, or voids the attempt if it has not run yet (it may still be
+/// queued). KEYS: the nonce's key, the attempt's void key. ARGV: the attempt's token, the
+/// nonce's life (ms).
+const NONCE_RELEASE: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+redis.call('SET', KEYS[2], 1, 'PX', ARGV[2])
+return 0
+"#;
+
+/// How often a called-off nonce record is retried until Redis answers.
+const RELEASE_EVERY: Duration = Duration::from_millis(250);
+
+impl RedisBackend {
+    /// Calls off the attempt `token` to record `nonce_key` (its answer never came, so the
+    /// request that presented the state was refused): once Redis answers again, the state
+    /// may be presented again, though the attempt may have run late (Redis slow, or the
+    /// reply lost). Retried in the background until done or the state expired.
+    fn release_nonce(&self, nonce_key: String, token: String, expires_at_ms: u64) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let void = format!("{nonce_key}:void:{token}");
+            loop {
+                let px = expires_at_ms.saturating_sub(crate::tasks::now_ms());
+                if px == 0 {
+                    return;
+                }
+                let mut c = this.bounded(Repeat::Safe);
+                let done: redis::RedisResult<i64> = redis::cmd("EVAL")
+                    .arg(NONCE_RELEASE)
+                    .arg(2)
+                    .arg(&nonce_key)
+                    .arg(&void)
+                    .arg(&token)
+                    .arg(px)
+                    .query_async(&mut c)
+                    .await;
+                match done {
+                    Ok(_) => {
+                        tracing::info!(target: "mcp::cluster", "a requestState refused while Redis did not answer can be presented again");
+                        return;
+                    }
+                    Err(_) => tokio::time::sleep(RELEASE_EVERY).await,
+                }
+            }
+        });
+    }
+}
+
 impl NonceStore for RedisBackend {
     fn consume<'a>(
         &'a self,
         nonce: &'a str,
         expires_at_ms: u64,
     ) -> BoxFuture<'a, StoreResult<bool>> {
+        // A state of unknown age: only its single use is checked.
+        Box::pin(async move {
+            Ok(self.consume_issued(nonce, u64::MAX, expires_at_ms).await? == NonceUse::Fresh)
+        })
+    }
+
+    fn consume_issued<'a>(
+        &'a self,
+        nonce: &'a str,
+        issued_at_ms: u64,
+        expires_at_ms: u64,
+    ) -> BoxFuture<'a, StoreResult<NonceUse>> {
         traced("consume", "nonce", async move {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0);
-            let px = expires_at_ms.saturating_sub(now).max(1);
-            let mut c = self.conn.clone();
-            let set: Option<String> = redis::cmd("SET")
-                .arg(format!("{}:nonce:{nonce}", self.prefix))
-                .arg(1)
-                .arg("NX")
-                .arg("PX")
+            let px = expires_at_ms.saturating_sub(crate::tasks::now_ms()).max(1);
+            let key = format!("{}:nonce:{nonce}", self.prefix);
+            let token = crate::util::random_token(12);
+            let mut c = self.bounded(Repeat::Never);
+            let recorded: redis::RedisResult<i64> = redis::cmd("EVAL")
+                .arg(NONCE_CONSUME)
+                .arg(3)
+                .arg(&key)
+                .arg(format!("{key}:void:{token}"))
+                .arg(self.epoch_key())
+                .arg(&token)
                 .arg(px)
+                .arg(issued_at_ms)
                 .query_async(&mut c)
-                .await
-                .map_err(err)?;
-            Ok(set.is_some())
+                .await;
+            match recorded {
+                Ok(1) => Ok(NonceUse::Fresh),
+                Ok(2) => Ok(NonceUse::Forgotten),
+                Ok(_) => Ok(NonceUse::Used),
+                Err(e) => {
+                    // Whether it ran is unknown: the request is refused, and the record,
+                    // if it was made, undone.
+                    self.release_nonce(key, token, expires_at_ms);
+                    Err(err(e))
+                }
+            }
         })
     }
 }
@@ -663,7 +975,7 @@ impl Bus for RedisBackend {
                 Some(to) => self.replica_channel(to),
                 None => self.bus_channel(),
             };
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Never);
             redis::cmd("PUBLISH")
                 .arg(channel)
                 .arg(json(message))
@@ -679,16 +991,36 @@ impl Bus for RedisBackend {
         tokio::spawn(async move {
             loop {
                 let session = async {
-                    let mut pubsub = client.get_async_pubsub().await?;
+                    let pubsub = tokio::time::timeout(RESPONSE_TIMEOUT, client.get_async_pubsub())
+                        .await
+                        .unwrap_or_else(|_| Err(no_answer()))?;
+                    let (mut sink, mut messages) = pubsub.split();
                     for channel in &channels {
-                        pubsub.subscribe(channel).await?;
+                        tokio::time::timeout(RESPONSE_TIMEOUT, sink.subscribe(channel))
+                            .await
+                            .unwrap_or_else(|_| Err(no_answer()))?;
                     }
-                    let mut messages = pubsub.on_message();
-                    while let Some(msg) = messages.next().await {
-                        match serde_json::from_slice::<Envelope>(msg.get_payload_bytes()) {
-                            Ok(m) => deliver(m),
-                            Err(e) => {
-                                tracing::warn!(target: "mcp::cluster", error = %e, "ignoring a malformed bus message");
+                    // A subscription that stops hearing from Redis without its connection
+                    // closing (half-open) would leave this replica deaf to the others while
+                    // its heartbeat says it is alive: Redis is asked for a pong every
+                    // second, and a missing one ends the connection.
+                    let mut ping = tokio::time::interval(BUS_PING_EVERY);
+                    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    loop {
+                        tokio::select! {
+                            msg = messages.next() => {
+                                let Some(msg) = msg else { break };
+                                match serde_json::from_slice::<Envelope>(msg.get_payload_bytes()) {
+                                    Ok(m) => deliver(m),
+                                    Err(e) => {
+                                        tracing::warn!(target: "mcp::cluster", error = %e, "ignoring a malformed bus message");
+                                    }
+                                }
+                            }
+                            _ = ping.tick() => {
+                                tokio::time::timeout(RESPONSE_TIMEOUT, sink.ping::<redis::Value>())
+                                    .await
+                                    .unwrap_or_else(|_| Err(no_answer()))?;
                             }
                         }
                     }
@@ -712,22 +1044,28 @@ impl Bus for RedisBackend {
 
     fn heartbeat<'a>(&'a self, replica: &'a str, ttl: Duration) -> BoxFuture<'a, StoreResult<()>> {
         async move {
-            let mut c = self.conn.clone();
-            redis::cmd("SET")
+            let mut c = self.bounded(Repeat::Safe);
+            let mut pipe = redis::pipe();
+            pipe.cmd("SET")
                 .arg(self.alive_key(replica))
                 .arg(1)
                 .arg("PX")
                 .arg(ms(ttl))
-                .query_async::<()>(&mut c)
-                .await
-                .map_err(err)
+                .ignore()
+                // A store that lost its keys gets a new epoch within a heartbeat.
+                .cmd("EVAL")
+                .arg(EPOCH)
+                .arg(1)
+                .arg(self.epoch_key())
+                .ignore();
+            pipe.query_async::<()>(&mut c).await.map_err(err)
         }
         .boxed()
     }
 
     fn is_alive<'a>(&'a self, replica: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
         traced("is_alive", "bus", async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             redis::cmd("EXISTS")
                 .arg(self.alive_key(replica))
                 .query_async(&mut c)
@@ -738,7 +1076,7 @@ impl Bus for RedisBackend {
 
     fn leave<'a>(&'a self, replica: &'a str) -> BoxFuture<'a, StoreResult<()>> {
         traced("leave", "bus", async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             redis::cmd("DEL")
                 .arg(self.alive_key(replica))
                 .query_async::<()>(&mut c)
@@ -785,9 +1123,10 @@ return 1
 impl RedisBackend {
     /// A connection for a command (cheap: a handle on the shared multiplexed one), for the
     /// stores of other modules that keep their records here.
+    /// Each command through it fails after [`RESPONSE_TIMEOUT`] rather than wait on.
     #[cfg(feature = "oauth")]
-    pub(crate) fn connection(&self) -> ConnectionManager {
-        self.conn.clone()
+    pub(crate) fn connection(&self) -> impl redis::aio::ConnectionLike + Send + use<> {
+        self.bounded(Repeat::Never)
     }
 
     /// `<prefix>:<rest>`: a key of this deployment.
@@ -821,7 +1160,7 @@ impl crate::tasks::TaskStore for RedisBackend {
                 .ttl_ms
                 .map(|_| record.expires_ms().to_string())
                 .unwrap_or_default();
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Never);
             let outcome: String = redis::cmd("EVAL")
                 .arg(TASK_CREATE)
                 .arg(3)
@@ -850,7 +1189,7 @@ impl crate::tasks::TaskStore for RedisBackend {
         task_id: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<crate::tasks::TaskRecord>>> {
         traced("get", "task", async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             let text: Option<String> = redis::cmd("GET")
                 .arg(self.task_key(task_id))
                 .query_async(&mut c)
@@ -865,7 +1204,7 @@ impl crate::tasks::TaskStore for RedisBackend {
         record: &'a crate::tasks::TaskRecord,
     ) -> BoxFuture<'a, StoreResult<bool>> {
         traced("update", "task", async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Never);
             let written: i64 = redis::cmd("EVAL")
                 .arg(TASK_UPDATE)
                 .arg(1)
@@ -883,7 +1222,7 @@ impl crate::tasks::TaskStore for RedisBackend {
         owner: &'a str,
     ) -> BoxFuture<'a, StoreResult<Vec<crate::tasks::TaskRecord>>> {
         traced("list", "task", async move {
-            let mut c = self.conn.clone();
+            let mut c = self.bounded(Repeat::Safe);
             let ids: Vec<String> = redis::cmd("ZRANGEBYSCORE")
                 .arg(self.task_owner_index(owner))
                 .arg(format!("({}", crate::tasks::now_ms()))

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::Sha256;
 
-use crate::cluster::NonceStore;
+use crate::cluster::{NonceStore, NonceUse};
 use crate::protocol::Meta;
 
 type HmacSha256 = Hmac<Sha256>;
@@ -119,6 +119,9 @@ pub(crate) enum StateError {
     /// Its single use could not be recorded (the shared nonce store is unreachable): it
     /// is refused rather than risk a replay, and can be presented again.
     Unavailable,
+    /// Issued before the shared nonce store lost its records (Redis restarted without
+    /// persistence): whether it was used is unknown, so it counts as used.
+    Forgotten,
 }
 
 impl StateError {
@@ -132,6 +135,9 @@ impl StateError {
             StateError::Mismatched => "requestState was issued for a different request",
             StateError::Unavailable => {
                 "requestState could not be checked for single use right now; try again"
+            }
+            StateError::Forgotten => {
+                "requestState was issued before the server's shared store lost its records (a restart), so its single use cannot be vouched for; call again without it"
             }
         }
     }
@@ -223,9 +229,15 @@ impl StateSealer {
         {
             return Err(StateError::Mismatched);
         }
-        match self.used.consume(&payload.n, payload.exp).await {
-            Ok(true) => {}
-            Ok(false) => return Err(StateError::Replayed),
+        let issued = payload.exp.saturating_sub(self.ttl.as_millis() as u64);
+        match self
+            .used
+            .consume_issued(&payload.n, issued, payload.exp)
+            .await
+        {
+            Ok(NonceUse::Fresh) => {}
+            Ok(NonceUse::Used) => return Err(StateError::Replayed),
+            Ok(NonceUse::Forgotten) => return Err(StateError::Forgotten),
             Err(e) => {
                 tracing::warn!(target: "mcp::elicit", error = %e, "cannot record a requestState nonce; refusing the state");
                 return Err(StateError::Unavailable);

@@ -764,7 +764,7 @@ pub(crate) async fn route_answer(session: &Session, shared: &Shared, message: Me
         session: session.id.to_string(),
         frame,
     };
-    let published = shared.cluster.publish(message);
+    let published = publish_answer(shared, &ask.replica, message);
     #[cfg(feature = "otel")]
     let published = tracing::Instrument::instrument(
         published,
@@ -773,24 +773,39 @@ pub(crate) async fn route_answer(session: &Session, shared: &Shared, message: Me
             shared.cluster.replica_id(),
         ),
     );
-    let delivered = match published.await {
-        Ok(n) => {
-            n > 0
-                && shared
-                    .cluster
-                    .bus()
-                    .is_alive(&ask.replica)
-                    .await
-                    .unwrap_or(false)
-        }
-        Err(e) => {
-            tracing::error!(target: "mcp::cluster", error = %e, "could not route an answer");
-            false
-        }
-    };
+    let delivered = published.await;
     if !delivered {
         tracing::warn!(target: "mcp::cluster", replica = %ask.replica, "the replica holding the question is gone; closing its call");
         adopt(shared, &session.id, ask.stream, vec![ask]).await;
+    }
+}
+
+/// How often an answer nobody received is published again while its replica is alive.
+const REPUBLISH_EVERY: Duration = Duration::from_millis(100);
+
+/// Publishes an answer to the replica `to` holding its question; whether it got there.
+/// Nobody receiving it does not make that replica dead: its bus connection may be coming
+/// back (Redis restarted, or the link to it broke a moment), and while its heartbeat says
+/// it is alive the answer is published again, for up to a heartbeat's life. Only then is
+/// the call closed as a dead replica's, which would deny an approval the user gave.
+async fn publish_answer(shared: &Shared, to: &str, message: BusMessage) -> bool {
+    let alive = || async { shared.cluster.bus().is_alive(to).await.unwrap_or(false) };
+    let deadline = tokio::time::Instant::now() + crate::cluster::HEARTBEAT_TTL;
+    loop {
+        match shared.cluster.publish(message.clone()).await {
+            Ok(n) if n > 0 => return alive().await,
+            Ok(_) => {
+                if tokio::time::Instant::now() >= deadline || !alive().await {
+                    return false;
+                }
+                tracing::debug!(target: "mcp::cluster", replica = %to, "nobody heard an answer; its replica is alive, publishing again");
+                tokio::time::sleep(REPUBLISH_EVERY).await;
+            }
+            Err(e) => {
+                tracing::error!(target: "mcp::cluster", error = %e, "could not route an answer");
+                return false;
+            }
+        }
     }
 }
 
