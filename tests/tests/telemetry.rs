@@ -362,7 +362,12 @@ async fn eventually(name: &str, labels: &[(&str, &str)], want: f64) {
 }
 
 /// Waits (at most 5 s) until the metric reads as `ok` says; `what` names what was awaited.
-async fn eventually_where(name: &str, labels: &[(&str, &str)], what: &str, ok: impl Fn(f64) -> bool) {
+async fn eventually_where(
+    name: &str,
+    labels: &[(&str, &str)],
+    what: &str,
+    ok: impl Fn(f64) -> bool,
+) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
         let now = metric(name, labels);
