@@ -107,6 +107,18 @@ pub fn first_text(result: &Value) -> &str {
         .unwrap_or_else(|| panic!("no text block in {result}"))
 }
 
+/// The text of the first content block of a `tools/call` response.
+pub fn response_text(response: &Value) -> &str {
+    response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text content in {response}"))
+}
+
+/// `tools/call` params: the tool's name and its arguments.
+pub fn call_params(name: &str, arguments: Value) -> Value {
+    json!({"name": name, "arguments": arguments})
+}
+
 /// A `tools/call` request frame.
 pub fn call_frame(id: i64, name: &str, arguments: Value) -> Value {
     json!({

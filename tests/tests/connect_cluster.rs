@@ -38,6 +38,7 @@ const A: usize = 0;
 const B: usize = 1;
 
 use mcp_tests::redis::BackendKind as Kind;
+use mcp_tests::response_text as text;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct NoArgs {}
@@ -266,12 +267,6 @@ async fn completed_then_answered(stream: &mut SseReader, id: &str) -> Value {
     let done = stream.next_json().await;
     assert_eq!(done["id"], 1, "{done}");
     done
-}
-
-fn text(response: &Value) -> &str {
-    response["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text in {response}"))
 }
 
 mcp_tests::on_both_backends!(

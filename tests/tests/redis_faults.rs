@@ -18,6 +18,7 @@ use mcp_tests::http::{
 };
 use mcp_tests::proxy::{Link, TcpProxy};
 use mcp_tests::redis::{RedisServer, free_port};
+use mcp_tests::{call_params as call, response_text as text};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -81,16 +82,6 @@ impl Replicas {
             .map(|r| r.fixture.spent.load(Ordering::SeqCst))
             .sum()
     }
-}
-
-fn call(name: &str, arguments: Value) -> Value {
-    json!({"name": name, "arguments": arguments})
-}
-
-fn text(response: &Value) -> &str {
-    response["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text content in {response}"))
 }
 
 /// Runs `f`, asserting it finished within `bound`; returns its output and how long it took.

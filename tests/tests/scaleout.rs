@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 const PATIENCE: Duration = Duration::from_secs(15);
 
 use mcp_tests::redis::BackendKind as Kind;
+use mcp_tests::{call_params as call, response_text as text};
 
 enum Backend {
     Memory(MemoryBackend),
@@ -144,16 +145,6 @@ mcp_tests::on_both_backends!(
     tasks_are_shared_steered_and_failed_across_replicas,
     the_task_store_keeps_its_contract,
 );
-
-fn call(name: &str, arguments: Value) -> Value {
-    json!({"name": name, "arguments": arguments})
-}
-
-fn text(response: &Value) -> &str {
-    response["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text content in {response}"))
-}
 
 /// The next non-comment event within `PATIENCE`; panics if the body ends.
 async fn next_event(reader: &mut SseReader) -> SseEvent {

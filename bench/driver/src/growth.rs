@@ -28,7 +28,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
 
 use crate::proc::{Child, Program, Wiring, spawn_quiet, spawn_stdio};
 use crate::stats::median;
@@ -358,18 +357,8 @@ struct Conn {
 
 impl Conn {
     async fn connect(addr: SocketAddr) -> Conn {
-        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        let _ = tcp.set_nodelay(true);
-        let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
-            .await
-            .expect("http handshake");
-        tokio::task::spawn_local(async move {
-            let _ = conn.await;
-        });
-        Conn {
-            send,
-            host: addr.to_string(),
-        }
+        let (send, host) = crate::http::open(addr).await;
+        Conn { send, host }
     }
 
     async fn post(&mut self, body: String, session: Option<&str>) -> (u16, Option<String>, Bytes) {

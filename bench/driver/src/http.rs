@@ -73,19 +73,26 @@ pub struct Client {
     next_id: u64,
 }
 
+/// A keep-alive HTTP/1 connection to `addr` (TCP_NODELAY set), driven on this thread's
+/// local set: the sender and the `Host` header value.
+pub async fn open(addr: SocketAddr) -> (SendRequest<Full<Bytes>>, String) {
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let _ = tcp.set_nodelay(true);
+    let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+        .await
+        .expect("http handshake");
+    tokio::task::spawn_local(async move {
+        let _ = conn.await;
+    });
+    (send, addr.to_string())
+}
+
 impl Client {
     pub async fn connect(addr: SocketAddr, era: Era) -> Client {
-        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        let _ = tcp.set_nodelay(true);
-        let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
-            .await
-            .expect("http handshake");
-        tokio::task::spawn_local(async move {
-            let _ = conn.await;
-        });
+        let (send, host) = open(addr).await;
         Client {
             send,
-            host: addr.to_string(),
+            host,
             session: None,
             era,
             next_id: 1,
