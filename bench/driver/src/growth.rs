@@ -14,9 +14,8 @@
 //! Writes a markdown report and a JSON file of the curves, which `growth-plot` turns into
 //! PNGs. See bench/README.md, "Growth".
 //!
-//! Every server is started through `env VAR=value <binary> ...` so the environment that
-//! selects its behaviour (`BENCH_TOOLS`, `BENCH_GUARDED`) reaches it; `env` execs the
-//! server in place, so the process measured is the server itself.
+//! Every server is started with the environment that selects its behaviour
+//! (`BENCH_TOOLS`, `BENCH_GUARDED`), as `driver all` starts its servers (`proc::Program`).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -132,26 +131,19 @@ struct Srv {
 }
 
 impl Srv {
-    /// `env K=V ... <binary> <args>`: the wrapper's arguments.
-    fn wrapped(&self, extra_env: &[(&str, String)], args: &[String]) -> Vec<String> {
-        let mut v: Vec<String> = self
-            .env
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .chain(extra_env.iter().map(|(k, v)| format!("{k}={v}")))
-            .collect();
-        v.push(self.binary.display().to_string());
-        v.extend(args.iter().cloned());
-        v
-    }
-}
-
-/// `env`, which sets each server's variables and execs it. The boot guard is lifted as for
-/// the unguarded servers of `driver all` (the authorizer variant sets authorizers too).
-fn env_wrapper() -> Program {
-    Program {
-        binary: "env".into(),
-        env: vec![("MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT", "true")],
+    /// The server with its variables and `extra_env`. The boot guard is lifted as for the
+    /// unguarded servers of `driver all` (the guarded variant sets authorizers too).
+    fn program(&self, extra_env: &[(&'static str, String)]) -> Program {
+        let mut env = vec![(
+            "MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT",
+            "true".to_owned(),
+        )];
+        env.extend(self.env.iter().cloned());
+        env.extend(extra_env.iter().cloned());
+        Program {
+            binary: self.binary.clone(),
+            env,
+        }
     }
 }
 
@@ -180,11 +172,10 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 impl StdioServer {
     /// Spawns the server on pipes and completes the handshake; the start-up time is spawn
     /// to the answer of `initialize`.
-    fn start(srv: &Srv, extra_env: &[(&str, String)]) -> StdioServer {
-        let args = srv.wrapped(extra_env, &[]);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    fn start(srv: &Srv, extra_env: &[(&'static str, String)]) -> StdioServer {
+        let program = srv.program(extra_env);
         let t = Instant::now();
-        let (child, to, from) = spawn_stdio(&env_wrapper(), &args, Wiring::Pipes);
+        let (child, to, from) = spawn_stdio(&program, &[], Wiring::Pipes);
         let mut s = StdioServer {
             child,
             w: File::from(to),
@@ -322,7 +313,7 @@ const HANDSHAKE_VERSION: &str = "2025-11-25";
 fn start_http(
     srv: &Srv,
     extra_args: &[String],
-    extra_env: &[(&str, String)],
+    extra_env: &[(&'static str, String)],
 ) -> Option<(Child, SocketAddr)> {
     let port = crate::http::free_port();
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
@@ -334,10 +325,10 @@ fn start_http(
     ];
     args.extend(srv.http_args.iter().cloned());
     args.extend(extra_args.iter().cloned());
-    let args = srv.wrapped(extra_env, &args);
+    let program = srv.program(extra_env);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let started = Instant::now();
-    let mut child = spawn_quiet(&env_wrapper(), &args);
+    let mut child = spawn_quiet(&program, &args);
     loop {
         if std::net::TcpStream::connect(addr).is_ok() {
             return Some((child, addr));

@@ -123,7 +123,7 @@ fn run_all(o: Options) {
             name: "guarded",
             program: Program {
                 binary: o.bin_dir.join("ours"),
-                env: vec![("BENCH_GUARDED", "1")],
+                env: vec![("BENCH_GUARDED", "1".into())],
             },
             package: "bench-ours",
         },
@@ -272,7 +272,10 @@ impl Options {
 fn unguarded(binary: impl Into<PathBuf>) -> Program {
     Program {
         binary: binary.into(),
-        env: vec![("MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT", "true")],
+        env: vec![(
+            "MCP_ALLOW_UNAUTHORIZED_FOR_LOCAL_DEVELOPMENT",
+            "true".into(),
+        )],
     }
 }
 

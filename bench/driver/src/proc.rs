@@ -30,7 +30,7 @@ impl Wiring {
 #[derive(Clone, Debug)]
 pub struct Program {
     pub binary: PathBuf,
-    pub env: Vec<(&'static str, &'static str)>,
+    pub env: Vec<(&'static str, String)>,
 }
 
 impl Program {
@@ -48,7 +48,7 @@ impl Program {
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(&self.binary);
         cmd.args(args)
-            .envs(self.env.iter().copied())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stderr(Stdio::piped());
         cmd
     }

@@ -31,28 +31,24 @@ struct Target {
     bound: f64,
 }
 
-/// Both configurations at most `bound` × `against`.
-fn both_at_most(against: usize, bound: f64) -> Vec<Target> {
+/// Both configurations at most (or, `at_least`, at least) `bound` × `against`.
+fn both(against: usize, at_least: bool, bound: f64) -> Vec<Target> {
     [GUARDED, OURS]
         .map(|subject| Target {
             subject,
             against,
-            at_least: false,
+            at_least,
             bound,
         })
         .to_vec()
 }
 
-/// Both configurations at least `bound` × `against`.
+fn both_at_most(against: usize, bound: f64) -> Vec<Target> {
+    both(against, false, bound)
+}
+
 fn both_at_least(against: usize, bound: f64) -> Vec<Target> {
-    [GUARDED, OURS]
-        .map(|subject| Target {
-            subject,
-            against,
-            at_least: true,
-            bound,
-        })
-        .to_vec()
+    both(against, true, bound)
 }
 
 /// Issue 20's bound on CPU per request against the floor: 1.5× guarded, 1.3× unguarded.

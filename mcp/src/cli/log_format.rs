@@ -101,6 +101,12 @@ fn write_second(out: &mut String, secs: u64) -> fmt::Result {
     )
 }
 
+/// A field's name as written: without the `r#` of a raw identifier.
+fn name_of(field: &Field) -> &'static str {
+    let name = field.name();
+    name.strip_prefix("r#").unwrap_or(name)
+}
+
 struct Visitor<'writer> {
     writer: Writer<'writer>,
     first: bool,
@@ -119,10 +125,7 @@ impl Visitor<'_> {
         };
         self.result = match field.name() {
             "message" => write!(self.writer, "{separator}{value:?}"),
-            name => {
-                let name = name.strip_prefix("r#").unwrap_or(name);
-                write!(self.writer, "{separator}{name}={value:?}")
-            }
+            _ => write!(self.writer, "{separator}{}={value:?}", name_of(field)),
         };
     }
 }
@@ -138,9 +141,7 @@ impl Visit for Visitor<'_> {
                 .bytes()
                 .all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
         {
-            let name = field.name();
-            let name = name.strip_prefix("r#").unwrap_or(name);
-            self.result = [" ", name, "=\"", value, "\""]
+            self.result = [" ", name_of(field), "=\"", value, "\""]
                 .into_iter()
                 .try_for_each(|part| self.writer.write_str(part));
             return;
