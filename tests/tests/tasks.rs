@@ -1112,3 +1112,101 @@ async fn every_task_request_passes_the_read_seam() {
     assert_eq!(e.data.unwrap()["detail"], "cancelling is not allowed here");
     assert_eq!(c.get_task(&id).await.unwrap()["status"], "working");
 }
+
+/// A task store that contradicts itself, as a corrupt or inconsistent shared store can:
+/// every read says the one task it holds is `working` on a replica that is not here, and
+/// every write is refused.
+struct Contradicting {
+    record: parking_lot::Mutex<Option<mcp::tasks::TaskRecord>>,
+}
+
+impl mcp::tasks::TaskStore for Contradicting {
+    fn create<'a>(
+        &'a self,
+        _record: &'a mcp::tasks::TaskRecord,
+        _limits: mcp::tasks::TaskLimits,
+    ) -> futures::future::BoxFuture<'a, mcp::cluster::StoreResult<mcp::tasks::Admission>> {
+        Box::pin(async { Err(mcp::cluster::StoreError("refused".into())) })
+    }
+
+    fn get<'a>(
+        &'a self,
+        _task_id: &'a str,
+    ) -> futures::future::BoxFuture<'a, mcp::cluster::StoreResult<Option<mcp::tasks::TaskRecord>>>
+    {
+        let record = self.record.lock().clone();
+        Box::pin(async move { Ok(record) })
+    }
+
+    fn update<'a>(
+        &'a self,
+        _record: &'a mcp::tasks::TaskRecord,
+    ) -> futures::future::BoxFuture<'a, mcp::cluster::StoreResult<bool>> {
+        Box::pin(async { Ok(false) })
+    }
+
+    fn list<'a>(
+        &'a self,
+        _owner: &'a str,
+    ) -> futures::future::BoxFuture<'a, mcp::cluster::StoreResult<Vec<mcp::tasks::TaskRecord>>>
+    {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+}
+
+/// Found by the `stored_records` fuzz target: `tasks/result` waited forever on a record
+/// the store kept saying was running, and a record past its ttl was still served.
+#[tokio::test(start_paused = true)]
+async fn a_contradicting_store_bounds_tasks_result_and_expired_records_are_gone() {
+    let seen = Seen::default();
+    let store = Arc::new(Contradicting {
+        record: parking_lot::Mutex::new(None),
+    });
+    let server = builder(&seen)
+        .task_store(Arc::clone(&store) as Arc<dyn mcp::tasks::TaskStore>)
+        .task_time_limit(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let mut c = TestClient::connect(&server);
+    c.set_timeout(Duration::from_secs(3600));
+    c.initialize(json!({"tasks": {}})).await.unwrap();
+    let now_ms = u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap();
+    let record: mcp::tasks::TaskRecord = serde_json::from_value(json!({
+        "taskId": "t1", "owner": format!("conn:{}", c.conn_id()), "replica": null,
+        "flavour": "core", "tool": "slow", "status": "working", "statusMessage": null,
+        "createdMs": now_ms, "updatedMs": now_ms, "ttlMs": 3_600_000, "pollIntervalMs": 100,
+        "result": null, "error": null, "inputRequests": {}}))
+    .unwrap();
+    *store.record.lock() = Some(record.clone());
+
+    let started = tokio::time::Instant::now();
+    let e = c
+        .request("tasks/result", json!({"taskId": "t1"}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("time limit"), "{e:?}");
+    // Its time limit (5 s) and the margin for its replica to write the end (10 s).
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(5) && waited <= Duration::from_secs(16),
+        "{waited:?}"
+    );
+
+    // Past its ttl, the same record is unknown.
+    *store.record.lock() = Some(mcp::tasks::TaskRecord {
+        created_ms: 1,
+        ttl_ms: Some(1000),
+        ..record
+    });
+    let e = c
+        .request("tasks/get", json!({"taskId": "t1"}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, -32602, "{e:?}");
+}

@@ -614,7 +614,14 @@ impl Server {
         let live = engine.live(id);
         let record = match &live {
             Some(l) => Some(l.snapshot().await),
-            None => engine.store.get(id).await.map_err(store_failed)?,
+            // A stored record past its ttl is gone, whatever a store that failed to drop
+            // it says.
+            None => engine
+                .store
+                .get(id)
+                .await
+                .map_err(store_failed)?
+                .filter(|r| !r.expired(now_ms())),
         };
         let flavour = if scope.caller.stateless.is_some() {
             TaskFlavour::Extension
@@ -830,7 +837,17 @@ impl Server {
             record = live.snapshot().await;
         }
         let poll = Duration::from_millis(record.poll_interval_ms.max(10));
+        // Running elsewhere: its replica ends it by its time limit (or, dead, it is ended
+        // here). A record still not terminal well after that is one the shared store
+        // keeps contradicting (its writes refused, its reads unchanged): the wait ends
+        // with an error rather than never.
+        let deadline = tokio::time::Instant::now() + self.result_wait_bound(&record);
         while !record.status.is_terminal() {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ErrorObject::internal(
+                    "the task did not end within its time limit; its record in the shared store does not change",
+                ));
+            }
             // Running on another replica: read the store as the client would poll it.
             tokio::select! {
                 _ = tokio::time::sleep(poll) => {}
@@ -865,6 +882,18 @@ impl Server {
         data.insert("_meta".into(), json!({meta_keys::RELATED_TASK: related}));
         error.data = Some(Value::Object(data));
         Err(error)
+    }
+
+    /// How long a `tasks/result` may wait for a task running elsewhere: until its time
+    /// limit (counted from its creation) and a margin for the replica to write the end.
+    fn result_wait_bound(&self, record: &TaskRecord) -> Duration {
+        const MARGIN: Duration = Duration::from_secs(10);
+        let limit = self.config().task_time_limit;
+        let ends_ms = record
+            .created_ms
+            .saturating_add(u64::try_from(limit.as_millis()).unwrap_or(u64::MAX));
+        let left = Duration::from_millis(ends_ms.saturating_sub(now_ms()));
+        left.min(limit) + MARGIN
     }
 
     /// `tasks/list` (2025-11-25): the caller's tasks, oldest first, a page at a time.
