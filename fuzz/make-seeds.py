@@ -9,7 +9,6 @@ the Ask, multi round-trip requests and malformed input.
 import json
 import os
 import pathlib
-import shutil
 
 ROOT = pathlib.Path(__file__).resolve().parent
 EXAMPLES = ROOT.parent.parent / "shared" / "mcp-schema" / "2026-07-28" / "examples"
@@ -93,8 +92,8 @@ HANDSHAKE = [
 
 
 def main():
-    if SEEDS.exists():
-        shutil.rmtree(SEEDS)
+    # Seeds are written over, never wiped: the hand-made ones (task_requests' byte
+    # programs, the inputs of past findings) stay beside them.
 
     # The official 2026-07-28 examples: as frames, and compacted as stdio lines.
     for path in sorted(EXAMPLES.rglob("*.json")):
@@ -182,8 +181,10 @@ def main():
     write("request_state", "swap-tool", b"\x02\x00other")
     write("request_state", "swap-principal", b"\x02\x02mallory")
 
-    # URI templates: template, newline, URI.
     http_seeds()
+    stored_seeds()
+
+    # URI templates: template, newline, URI.
 
     for i, (t, u) in enumerate([
         ("greeting://{name}", "greeting://J%C3%BCrgen"),
@@ -238,6 +239,52 @@ def http_seeds():
     }
     for name, text in seeds.items():
         write("http_request", name, text)
+
+
+
+def stored_seeds():
+    """Values in the shared store, one per line (see fuzz_targets/stored_records.rs)."""
+    session = {"conn": "$CONN", "init": "1", "version": "2025-11-25",
+               "caps": line({"elicitation": {}}), "info": line({"name": "c", "version": "1"}),
+               "level": "info", "streams": "3"}
+    owned = dict(session, owner=line({"subject": "alice", "issuer": "https://idp.example"}))
+    stream = {"replica": "$REPLICA", "calls": [{"id": 7, "tool": "spend"}]}
+    dead_stream = {"replica": "gone", "calls": [{"id": "a", "tool": None}, {"id": 7}]}
+    parked = {"replica": "gone", "stream": 1, "approval": True}
+    task = {"taskId": "t1", "owner": "conn:$CONN", "replica": "$REPLICA", "flavour": "core",
+            "tool": "slow", "status": "working", "statusMessage": None, "createdMs": 1,
+            "updatedMs": 2, "ttlMs": 60000, "pollIntervalMs": 500, "result": None,
+            "error": None, "inputRequests": {}}
+    done = dict(task, status="completed", result={"content": [{"type": "text", "text": "x"}]})
+    asking = dict(task, flavour="extension", owner="conn:http-stateless", status="input_required",
+                  inputRequests={"k": {"method": "elicitation/create",
+                                       "params": {"message": "?", "requestedSchema": {"type": "object"}}}})
+    huge = dict(task, createdMs=18446744073709551615, ttlMs=18446744073709551615,
+                pollIntervalMs=18446744073709551615, updatedMs=0)
+    envelope = {"type": "answer", "to": "$REPLICA", "session": "$SESSION",
+                "frame": line({"jsonrpc": "2.0", "id": 9, "result": {"action": "accept"}}),
+                "sent_at_ms": 1}
+    removed = {"type": "session_removed", "origin": "other", "session": "$SESSION"}
+    events = [["1-0", line({"jsonrpc": "2.0", "id": 7, "result": {}})], ["2-0", "not json\n\nid: 9"], True]
+    call = line({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 2}}})
+    seeds = {
+        "honest": ["", "", "", "", "", "", "", ""],
+        "session": [line(session), "", "", "", "", "", call, ""],
+        "owned-session": [line(owned), "", "", "", "", "", call, ""],
+        "stream": [line(session), line(stream), "", "", "", "", "", "1-0"],
+        "dead-stream": [line(session), line(dead_stream), line(parked), "", "", line(events), "", "1-0"],
+        "parked": [line(session), "", line(parked), "", "", "", "", ""],
+        "task": ["", "", "", line(task), "", "", "", ""],
+        "task-done": ["", "", "", line(done), "", "", "", ""],
+        "task-asking": ["", "", "", line(asking), "", "", "", ""],
+        "task-huge": ["", "", "", line(huge), "", "", "", ""],
+        "bus-answer": ["", "", "", "", line(envelope), "", "", ""],
+        "bus-removed": ["", "", "", "", line(removed), "", "", ""],
+        "replay": ["", "", "", "", "", line(events), "", "0-0"],
+        "garbage": ["{", "[", "1", "null", "{}", "{", "{", "x"],
+    }
+    for name, lines in seeds.items():
+        write("stored_records", name, "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -35,7 +35,9 @@ struct Echo {
 #[derive(Deserialize, JsonSchema)]
 struct Nothing {}
 
-fn build() -> Server {
+/// The builder of the server every target uses (a target that needs it on a cluster adds
+/// one before building).
+pub fn builder() -> ServerBuilder {
     let template = ResourceTemplateDef::new(
         "tmpl://{id}/{+rest}",
         "tmpl",
@@ -131,8 +133,10 @@ fn build() -> Server {
         .page_size(2)
         .call_timeout(Duration::from_secs(5))
         .max_message_size(64 * 1024)
-        .build()
-        .expect("the fuzz server builds")
+}
+
+fn build() -> Server {
+    builder().build().expect("the fuzz server builds")
 }
 
 /// A server whose tools run as tasks (`job` sleeps `ms`, `asker` waits then elicits,

@@ -102,3 +102,20 @@ impl SealedStates {
 pub fn approves(result: &Value) -> bool {
     crate::elicit::judge(result) == crate::elicit::Approval::Approved
 }
+
+/// Decodes a session's Redis hash (field name to value, as `HGETALL` returns it) and its
+/// subscriptions the way the Redis backend does; the error names what was malformed.
+#[cfg(feature = "redis")]
+pub fn redis_session_record(
+    fields: std::collections::HashMap<String, String>,
+    subscriptions: Vec<String>,
+) -> Result<crate::cluster::SessionRecord, String> {
+    crate::cluster::redis::record_from(fields, subscriptions).map_err(|e| e.to_string())
+}
+
+/// Decodes one JSON value the Redis backend stored (a stream record, a parked question, a
+/// task, a bus message) the way it does.
+#[cfg(feature = "redis")]
+pub fn redis_value<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, String> {
+    crate::cluster::redis::parse_json(text, what).map_err(|e| e.to_string())
+}

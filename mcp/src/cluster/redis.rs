@@ -419,7 +419,10 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(text: &str, what: &str)
     serde_json::from_str(text).map_err(|e| StoreError(format!("malformed {what} in redis: {e}")))
 }
 
-fn record_from(mut hash: HashMap<String, String>, subs: Vec<String>) -> StoreResult<SessionRecord> {
+pub(crate) fn record_from(
+    mut hash: HashMap<String, String>,
+    subs: Vec<String>,
+) -> StoreResult<SessionRecord> {
     let owner: Option<Owner> = match hash.remove("owner") {
         Some(o) if !o.is_empty() => Some(parse_json(&o, "session owner")?),
         _ => None,
