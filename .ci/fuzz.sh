@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzing, bounded in time: builds every target in fuzz/ with cargo fuzz (libFuzzer, ASan)
-# and runs each for FUZZ_SECONDS (default 30) from its committed seed corpus. Fails on any
+# and runs each for FUZZ_SECONDS (default 30) from its committed corpus (fuzz/corpus, the
+# campaigns' minimized findings) and seeds (fuzz/seeds, hand-written). Fails on any
 # crash, panic, timeout (-timeout) or memory blow-up (-rss_limit_mb, -malloc_limit_mb).
 #
 # cargo fuzz passes nightly-only flags (-Zsanitizer=address, ...). The stable toolchain
@@ -50,8 +51,11 @@ for t in "${targets[@]}"; do
   corpus="$logs/corpus-$t"
   mkdir -p "$corpus"
   echo "==> fuzzing $t for ${SECONDS_PER_TARGET} s"
-  # New inputs go to a scratch corpus; the committed seeds are only read.
-  if cargo fuzz run "${fuzz[@]}" "$t" "$corpus" "seeds/$t" -- \
+  # New inputs go to a scratch corpus; the committed corpus (minimized by the campaigns of
+  # fuzz/campaign.sh) and the hand-written seeds are only read.
+  committed=()
+  [ -d "corpus/$t" ] && committed=("corpus/$t")
+  if cargo fuzz run "${fuzz[@]}" "$t" "$corpus" "${committed[@]}" "seeds/$t" -- \
       -max_total_time="$SECONDS_PER_TARGET" \
       -timeout=10 \
       -rss_limit_mb=2048 \
