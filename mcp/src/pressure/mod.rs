@@ -16,7 +16,8 @@
 //! A background thread reads usage every 100 ms; deciding on a message is one atomic load.
 //! From [`ServerConfig::memory_high_water`](crate::server::ServerConfig::memory_high_water)
 //! percent of the limit (default 90; `--memory-high-water` / `MCP_MEMORY_HIGH_WATER`; 0
-//! turns the check off) until usage falls 5 points of the limit below it:
+//! turns the check off) until usage has stayed 5 points of the limit below it for half a
+//! second:
 //!
 //! - a new request gets the JSON-RPC error [`codes::MEMORY_PRESSURE`](crate::protocol::codes::MEMORY_PRESSURE)
 //!   (-32030), whose message starts `memory_pressure:` and whose `data` carries

@@ -1,7 +1,7 @@
 //! The sampler: one thread per setting, reading what is used every [`INTERVAL`] into
 //! atomics, so deciding on a request is one atomic load and never a system call.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -15,6 +15,11 @@ pub(crate) const INTERVAL: Duration = Duration::from_millis(100);
 /// How far below the high-water mark usage must fall, as a share of the limit in percent,
 /// before new work is taken again: one release of memory should not flap the state.
 const HYSTERESIS_PERCENT: u64 = 5;
+
+/// How many samples in a row must be below the low-water mark to take new work again
+/// (half a second): usage swings with each request read and each freed buffer given back,
+/// and a client told to retry later should find the state it was told about.
+const CALM_SAMPLES: u32 = 5;
 
 /// Where usage is read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,6 +76,8 @@ pub(crate) struct Watch {
     low: u64,
     used: AtomicU64,
     over: AtomicBool,
+    /// Samples in a row below `low` while over.
+    calm: AtomicU32,
 }
 
 impl Watch {
@@ -84,6 +91,7 @@ impl Watch {
             limit,
             used: AtomicU64::new(0),
             over: AtomicBool::new(false),
+            calm: AtomicU32::new(0),
         }
     }
 
@@ -97,19 +105,27 @@ impl Watch {
         self.used.load(Ordering::Relaxed)
     }
 
-    /// Records a sample of `used` bytes; says whether the state changed.
+    /// Records a sample of `used` bytes (from the sampler's thread only); says whether the
+    /// state changed.
     pub(crate) fn observe(&self, used: u64) -> Option<Crossing> {
         self.used.store(used, Ordering::Relaxed);
-        let over = self.over();
-        if !over && used >= self.high {
+        if !self.over() {
+            if used < self.high {
+                return None;
+            }
+            self.calm.store(0, Ordering::Relaxed);
             self.over.store(true, Ordering::Relaxed);
-            Some(Crossing::Entered)
-        } else if over && used < self.low {
-            self.over.store(false, Ordering::Relaxed);
-            Some(Crossing::Left)
-        } else {
-            None
+            return Some(Crossing::Entered);
         }
+        if used >= self.low {
+            self.calm.store(0, Ordering::Relaxed);
+            return None;
+        }
+        if self.calm.fetch_add(1, Ordering::Relaxed) + 1 < CALM_SAMPLES {
+            return None;
+        }
+        self.over.store(false, Ordering::Relaxed);
+        Some(Crossing::Left)
     }
 
     /// Samples once, and logs a crossing.
@@ -196,9 +212,19 @@ mod tests {
         assert_eq!(watch.observe(950), None, "one warning per crossing");
         assert_eq!(watch.observe(860), None, "still within the hysteresis");
         assert!(watch.over());
-        assert_eq!(watch.observe(849), Some(Crossing::Left));
+        // Below the low mark for fewer samples than it takes; then back above it, which
+        // starts the count again.
+        for _ in 1..CALM_SAMPLES {
+            assert_eq!(watch.observe(849), None);
+        }
+        assert_eq!(watch.observe(880), None);
+        for _ in 1..CALM_SAMPLES {
+            assert_eq!(watch.observe(849), None);
+        }
+        assert!(watch.over());
+        assert_eq!(watch.observe(840), Some(Crossing::Left));
         assert!(!watch.over());
-        assert_eq!(watch.used(), 849);
+        assert_eq!(watch.used(), 840);
         assert_eq!(watch.observe(800), None);
     }
 
