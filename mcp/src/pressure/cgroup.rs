@@ -118,10 +118,7 @@ fn group_dir(root: &Path, mount_root: &str, mount_point: &str, path: &str) -> Pa
 /// The root and mount point of the first mount in `/proc/self/mountinfo` whose file system
 /// type and super options `wanted` accepts. A line reads `id parent major:minor root
 /// mount-point options [optional fields] - fstype source super-options`.
-fn mount_of<'a>(
-    mounts: &'a str,
-    wanted: impl Fn(&str, &str) -> bool,
-) -> Option<(&'a str, &'a str)> {
+fn mount_of(mounts: &str, wanted: impl Fn(&str, &str) -> bool) -> Option<(&str, &str)> {
     mounts.lines().find_map(|line| {
         let (left, right) = line.split_once(" - ")?;
         let mut right = right.split(' ');

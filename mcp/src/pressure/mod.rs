@@ -19,7 +19,7 @@
 //! turns the check off) until usage has stayed 5 points of the limit below it for half a
 //! second:
 //!
-//! - a new request gets the JSON-RPC error [`codes::MEMORY_PRESSURE`](crate::protocol::codes::MEMORY_PRESSURE)
+//! - a new request gets the JSON-RPC error [`codes::MEMORY_PRESSURE`]
 //!   (-32030), whose message starts `memory_pressure:` and whose `data` carries
 //!   `retryAfterMs`, `usedBytes` and `limitBytes`; over HTTP the POST (and a new session,
 //!   and a new legacy SSE connection) gets **503** with `Retry-After` and that body;
