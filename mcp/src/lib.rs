@@ -113,6 +113,7 @@ pub mod fuzzing;
 pub mod layers;
 #[doc(hidden)]
 pub mod macros_support;
+pub mod pressure;
 pub mod protocol;
 pub mod registry;
 mod schema;

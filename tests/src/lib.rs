@@ -2,6 +2,7 @@
 //! for every message a server emits, a harness that drives a server binary over stdio
 //! (pipes or a Unix socket pair), and the seed suites' tools and assertions.
 
+pub mod cgroup;
 pub mod gate;
 pub mod http;
 pub mod idp;

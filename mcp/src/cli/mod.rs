@@ -282,6 +282,9 @@ fn run(setup: Setup, plan: Plan) -> Result<(), String> {
         // their error stops the boot. Shutdown hooks run once serving has ended, however it
         // ended.
         server.start().await?;
+        if let Some((limit, high)) = server.admission().marks() {
+            tracing::info!(target: "mcp::pressure", limit_mib = limit >> 20, high_water_mib = high >> 20, "new work is refused from {} MiB of the {} MiB memory limit", high >> 20, limit >> 20);
+        }
         let served = serve(server.clone(), plan.transport, net, plan.addr).await;
         server.finish().await;
         if let Some(cluster) = cluster {

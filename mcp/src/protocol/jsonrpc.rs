@@ -153,6 +153,10 @@ pub mod codes {
     /// A read-seam authorization deny. Chosen outside the SDK-reserved -32000..-32002 so
     /// clients do not mistake it for a retryable condition.
     pub const AUTHORIZATION_REQUIRED: i32 = -32090;
+    /// The server is near its memory limit and takes no new work for now; `data.retryAfterMs`
+    /// says when to try again (see [`crate::pressure`]). Beside the built-in layers'
+    /// `rate_limited` (-32029): both mean "later", not "never".
+    pub const MEMORY_PRESSURE: i32 = -32030;
 }
 
 /// A JSON-RPC error object.

@@ -88,6 +88,13 @@ pub struct ServerConfig {
     pub max_tasks: usize,
     /// Tasks one owner keeps at once (default 100).
     pub max_tasks_per_owner: usize,
+    /// The memory limit new work is admitted against, in bytes, compared with the process's
+    /// resident set (default 0: the limit of the process's cgroup, compared with the
+    /// cgroup's working set; none outside a limited cgroup). See [`crate::pressure`].
+    pub memory_limit: usize,
+    /// The share of the memory limit, in percent, from which new requests and sessions are
+    /// refused with `memory_pressure` (default 90; at most 100; 0 turns the check off).
+    pub memory_high_water: usize,
 }
 
 impl Default for ServerConfig {
@@ -118,6 +125,8 @@ impl Default for ServerConfig {
             task_poll_interval: Duration::from_secs(1),
             max_tasks: 10_000,
             max_tasks_per_owner: 100,
+            memory_limit: 0,
+            memory_high_water: 90,
         }
     }
 }
@@ -491,6 +500,18 @@ impl ServerBuilder {
         self
     }
 
+    /// The memory limit new work is admitted against, in bytes (0: the cgroup's).
+    pub fn memory_limit(mut self, bytes: usize) -> Self {
+        self.config.memory_limit = bytes;
+        self
+    }
+
+    /// The share of the memory limit, in percent, from which new work is refused (0: off).
+    pub fn memory_high_water(mut self, percent: usize) -> Self {
+        self.config.memory_high_water = percent;
+        self
+    }
+
     /// How many requests may run handlers at once on one connection.
     pub fn max_requests_per_connection(mut self, n: usize) -> Self {
         self.config.max_requests_per_connection = n;
@@ -674,6 +695,12 @@ impl ServerBuilder {
                 ),
             });
         }
+        if self.config.memory_high_water > 100 {
+            return Err(BuildError::InvalidConfig {
+                option: "memory_high_water",
+                reason: "a share of the memory limit, in percent: at most 100".into(),
+            });
+        }
         if self.authorizer.is_none() {
             let unguarded: Vec<String> = self
                 .tools
@@ -790,6 +817,7 @@ impl ServerBuilder {
                 self.on_session_end,
             ),
             in_flight: super::InFlight::new(self.config.max_in_flight),
+            admission: crate::pressure::Admission::new(&self.config),
             sealer: match &self.cluster {
                 Some(cluster) => crate::elicit::state::StateSealer::with_store(
                     state_key,

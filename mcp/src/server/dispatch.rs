@@ -167,6 +167,11 @@ impl Server {
                 &ErrorObject::method_not_found(format!("Unknown method: {method}")),
             ));
         };
+        // Near the memory limit nothing new starts; `ping` and the requests that keep
+        // running work going are still answered.
+        if let Some(refusal) = self.admission().refuses(&method) {
+            return Some(Reply::error(Some(&id), &refusal));
+        }
         let cancellable = spec.runs_handler;
         // Requests that run handlers count against the connection's cap (a listen only
         // waits, and `max_listeners` bounds it).

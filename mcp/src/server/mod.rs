@@ -59,6 +59,8 @@ pub(crate) struct ServerInner {
     read_authorizer: Option<Arc<dyn Authorizer>>,
     conns: ConnTable,
     in_flight: InFlight,
+    /// Whether new work is taken while memory is short.
+    admission: crate::pressure::Admission,
     config: ServerConfig,
     audit: Option<AuditSink>,
     /// Middleware around every request, outermost first.
@@ -173,6 +175,11 @@ impl Server {
     /// Limits and timeouts.
     pub fn config(&self) -> &ServerConfig {
         &self.inner.config
+    }
+
+    /// Whether new work is taken while memory is short ([`crate::pressure`]).
+    pub(crate) fn admission(&self) -> &crate::pressure::Admission {
+        &self.inner.admission
     }
 
     /// The registry, for registering and removing entries at run time. Every change sends

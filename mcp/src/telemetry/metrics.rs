@@ -27,6 +27,7 @@ struct Instruments {
     task_ends: Counter<u64>,
     decisions: Counter<u64>,
     refusals: Counter<u64>,
+    pressure_refusals: Counter<u64>,
     bus_lag: Histogram<f64>,
 }
 
@@ -75,6 +76,11 @@ pub(super) fn install(meter: &Meter) {
             .u64_counter("mcp.server.rate_limit.refusals")
             .with_unit("{request}")
             .with_description("Requests refused by the rate limit, by method")
+            .build(),
+        pressure_refusals: meter
+            .u64_counter("mcp.server.memory_pressure.refusals")
+            .with_unit("{request}")
+            .with_description("Requests refused because memory was near its limit, by method")
             .build(),
         bus_lag: meter
             .f64_histogram("mcp.cluster.bus.lag")
@@ -127,6 +133,14 @@ pub(crate) fn count_task_end(status: &str) {
 pub(crate) fn count_refusal(method: &'static str) {
     if let Some(i) = instruments() {
         i.refusals
+            .add(1, &[KeyValue::new("mcp.method.name", method)]);
+    }
+}
+
+/// A request refused for memory pressure.
+pub(crate) fn count_pressure_refusal(method: &'static str) {
+    if let Some(i) = instruments() {
+        i.pressure_refusals
             .add(1, &[KeyValue::new("mcp.method.name", method)]);
     }
 }

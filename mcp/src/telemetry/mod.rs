@@ -41,7 +41,7 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 
-pub(crate) use metrics::{Counted, Gauge, count_refusal, task_moved};
+pub(crate) use metrics::{Counted, Gauge, count_pressure_refusal, count_refusal, task_moved};
 #[cfg(feature = "http")]
 pub use prometheus::serve_metrics;
 pub(crate) use request::{HeaderSource, InSpan, RequestFacts, RequestTrace, record_tool_content};

@@ -36,6 +36,20 @@ pub(crate) fn json_response(status: StatusCode, body: String) -> Response {
     response
 }
 
+/// 503 with `Retry-After` and the JSON-RPC error `refusal` (answering request `id`, if
+/// one): the server is near its memory limit ([`crate::pressure`]).
+pub(crate) fn memory_pressure(
+    id: Option<&crate::protocol::RequestId>,
+    refusal: &ErrorObject,
+) -> Response {
+    let mut r = json_response(StatusCode::SERVICE_UNAVAILABLE, encode_error(id, refusal));
+    r.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(crate::pressure::RETRY_AFTER_SECS),
+    );
+    r
+}
+
 /// 400 with -32600 and a message.
 pub(crate) fn bad_request(message: impl Into<Cow<'static, str>>) -> Response {
     rpc_error(StatusCode::BAD_REQUEST, codes::INVALID_REQUEST, message)

@@ -22,7 +22,7 @@ use crate::server::{ConnId, Outbound, OutboundReceiver, Reply, RequestExtras, Tr
 use crate::transport::http::app::App;
 use crate::transport::http::guard::{
     accepts, bad_request, declared_too_large, http_headers, is_json, json_response,
-    payload_too_large, read_body, rpc_error, unsupported_media_type,
+    memory_pressure, payload_too_large, read_body, rpc_error, unsupported_media_type,
 };
 use crate::transport::http::sse_body::{SseEvent, Stops, message_event, sse_response};
 
@@ -62,6 +62,11 @@ async fn open_stream(
             codes::INVALID_REQUEST,
             "Not Acceptable: this endpoint is an SSE stream; the client must accept text/event-stream",
         );
+    }
+    // Near the memory limit no new session opens; a request on an open one is answered
+    // on its stream, as every answer of this transport is.
+    if let Some(refusal) = app.server.admission().refuses_connection() {
+        return memory_pressure(None, &refusal);
     }
     let principal = principal.map(|Extension(p)| p);
     let table = &app.sse_sessions;

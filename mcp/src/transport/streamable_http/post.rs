@@ -27,7 +27,7 @@ use crate::server::{ConnId, Outbound, Reply, RequestExtras, Transport};
 use crate::transport::http::app::App;
 use crate::transport::http::guard::{
     accepts, bad_request, declared_too_large, http_headers, is_json, json_response,
-    payload_too_large, read_body, rpc_error, unsupported_media_type,
+    memory_pressure, payload_too_large, read_body, rpc_error, unsupported_media_type,
 };
 use crate::transport::http::sse_body::{Stops, sse_response};
 
@@ -103,6 +103,9 @@ pub(super) async fn post_handler(
     };
     app.watch_shutdown();
     let incoming = decode(&bytes);
+    if let Some(refusal) = memory_refusal(&app, &incoming) {
+        return refusal;
+    }
     let signals = match &incoming {
         Incoming::Single(Ok(message)) if session_id.is_none() => {
             EraSignals::of_message(message, version_signal(&headers))
@@ -158,6 +161,26 @@ pub(super) async fn post_handler(
             _ => session_required(),
         },
         Route::Stateless => stateless::post(&app, &headers, incoming, principal).await,
+    }
+}
+
+/// 503 for a POST that would start new work (a request, a new session) while memory is
+/// short; notifications and answers to the server's questions go through, as do the
+/// requests that keep running work going ([`crate::pressure`]).
+fn memory_refusal(app: &App, incoming: &Incoming) -> Option<Response> {
+    let admission = app.server.admission();
+    match incoming {
+        Incoming::Single(Ok(Message::Request(r))) => admission
+            .refuses(&r.method)
+            .map(|e| memory_pressure(Some(&r.id), &e)),
+        Incoming::Batch(items) => items
+            .iter()
+            .find_map(|m| match m {
+                Ok(Message::Request(r)) => admission.refuses(&r.method),
+                _ => None,
+            })
+            .map(|e| memory_pressure(None, &e)),
+        _ => None,
     }
 }
 
