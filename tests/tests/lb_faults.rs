@@ -585,13 +585,28 @@ async fn tasks_of_a_killed_replica_fail_with_a_reason_in_both_eras() {
             .starts_with("replica_lost"),
         "{failed}"
     );
-    let (failed_core, took_core) = poll_task(
-        "the 2025-11-25 task",
+    // The 2025-11-25 task as tasks/list shows it (nothing has read it since the kill).
+    let core_listed = async |id: &str| {
+        let body = request_body(51, "tasks/list", json!({}));
+        let (response, _) = through_lb(|| s.post(body.clone())).await;
+        let listed = s.read_exchange(response).await.response;
+        listed["result"]["tasks"]
+            .as_array()
+            .unwrap_or_else(|| panic!("tasks/list: {listed}"))
+            .iter()
+            .find(|t| t["taskId"] == id)
+            .unwrap_or_else(|| panic!("the lost task is listed: {listed}"))
+            .clone()
+    };
+    let (listed, took_core) = poll_task(
+        "the 2025-11-25 task in tasks/list",
         closing_bound(),
-        async || core_get(&core_task).await,
+        async || core_listed(&core_task).await,
         "failed",
     )
     .await;
+    let failed_core = core_get(&core_task).await;
+    assert_eq!(failed_core, listed);
     assert!(
         failed_core["statusMessage"]
             .as_str()
@@ -610,21 +625,11 @@ async fn tasks_of_a_killed_replica_fail_with_a_reason_in_both_eras() {
         result.to_string().contains("replica_lost"),
         "tasks/result of a lost task: {result}"
     );
-    // tasks/list says the same.
-    let listed = s.clone().request(61, "tasks/list", json!({})).await;
-    let entry = listed["result"]["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["taskId"] == core_task.as_str())
-        .unwrap_or_else(|| panic!("the lost task is listed: {listed}"))
-        .clone();
-    assert_eq!(entry["status"], "failed", "{entry}");
     // The tasks of live replicas are not touched.
     assert_eq!(modern_get(&surviving_modern).await["status"], "working");
     assert_eq!(core_get(&surviving_core).await["status"], "working");
     println!(
-        "a replica killed with tasks running: read failed (replica_lost) through nginx {:?} after the kill (2026-07-28 after {took_modern:?} of polling, 2025-11-25 {took_core:?} more)",
+        "a replica killed with tasks running: read failed (replica_lost) through nginx {:?} after the kill (2026-07-28 tasks/get after {took_modern:?} of polling, 2025-11-25 tasks/list {took_core:?} more)",
         killed.elapsed()
     );
     c.assert_no_replica_panicked();
