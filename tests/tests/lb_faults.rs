@@ -46,10 +46,12 @@ async fn through_lb(request: impl Fn() -> RequestBuilder) -> (Response, usize) {
     }
 }
 
-/// A 2025-11-25 session opened through nginx, declaring elicitation (for approvals).
+/// A 2025-11-25 session opened through nginx, declaring elicitation (for approvals) and
+/// sampling.
 async fn session(c: &Cluster) -> McpHttp {
     let mut s = McpHttp::new(c.url());
-    s.initialize("2025-11-25", json!({"elicitation": {}})).await;
+    s.initialize("2025-11-25", json!({"elicitation": {}, "sampling": {}}))
+        .await;
     s
 }
 
@@ -394,12 +396,29 @@ async fn streams_cut_by_a_killed_replica_end_and_resume_elsewhere_with_the_deny(
         .await
         .expect("the GET stream is primed");
     let get_cursor = primed.id.expect("the priming event has an id");
+    // A call there waiting on the client's model (a question, not an approval): if its
+    // replica dies, its outcome is unknown.
+    let mut running = None;
+    for n in 10..(10 + 2 * c.len() as i64) {
+        let params = call("test_sampling", json!({"prompt": "Say hello"}));
+        let body = request_body(n, "tools/call", params);
+        let (response, _) = through_lb(|| s.post(body.clone())).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        if c.served_by(&response) == holder {
+            running = Some((n, SseReader::new(response)));
+            break;
+        }
+    }
+    let (running_id, mut running_stream) = running.expect("a running call on that replica");
+    let (sampling, _) = until_method(&mut running_stream, "sampling/createMessage").await;
+    let running_cursor = sampling.id.expect("the call's events have ids");
 
     c.kill(holder);
     let killed = Instant::now();
-    // Neither stream hangs: nginx ends both.
-    let post_ended = ends_within(&mut post_stream, "the call's stream", STREAM_END).await;
+    // No stream hangs: nginx ends them.
+    let post_ended = ends_within(&mut post_stream, "the parked call's stream", STREAM_END).await;
     let get_ended = ends_within(&mut get_stream, "the GET stream", STREAM_END).await;
+    ends_within(&mut running_stream, "the running call's stream", STREAM_END).await;
 
     // The human approves; the answer lands on a live replica.
     let (answered, _) = through_lb(|| s.post(approve(&ask))).await;
@@ -411,6 +430,17 @@ async fn streams_cut_by_a_killed_replica_end_and_resume_elsewhere_with_the_deny(
     assert_eq!(answers.len(), 1, "{messages:?}");
     assert_approval_unavailable(answers[0]);
     let closed = killed.elapsed();
+    // The sampling call's stream, resumed, says the call stopped and its outcome is unknown.
+    let (mut resumed, _) = resume_avoiding(&c, &s, &running_cursor, None).await;
+    let messages = messages_until_end(&mut resumed, closing_bound()).await;
+    let answers = responses_to(&messages, running_id);
+    assert_eq!(answers.len(), 1, "{messages:?}");
+    assert_eq!(answers[0]["result"]["isError"], true, "{}", answers[0]);
+    assert!(
+        text(answers[0]).starts_with("replica_stopped"),
+        "{}",
+        answers[0]
+    );
     // The GET stream resumes too, and stays open.
     let (mut get_again, _) = resume_avoiding(&c, &s, &get_cursor, None).await;
     assert!(
@@ -433,7 +463,7 @@ async fn streams_cut_by_a_killed_replica_end_and_resume_elsewhere_with_the_deny(
         "{added}"
     );
     println!(
-        "a replica killed under a parked call's stream and a GET stream: they ended {post_ended:?} and {get_ended:?} after the kill; resumed elsewhere, the call was closed with the deny {closed:?} after it"
+        "a replica killed under an approval's stream, a sampling call's and a GET stream: they ended {post_ended:?} and {get_ended:?} after the kill; resumed elsewhere, the approval's call was closed with the deny {closed:?} after it, the sampling one with replica_stopped"
     );
     c.assert_no_replica_panicked();
 }
