@@ -51,12 +51,12 @@ impl Default for Balancer {
 /// `300ms`).
 fn nginx_time(d: Duration) -> String {
     let ms = d.as_millis();
-    match ms {
-        _ if ms > 0 && ms % 3_600_000 == 0 => format!("{}h", ms / 3_600_000),
-        _ if ms > 0 && ms % 60_000 == 0 => format!("{}m", ms / 60_000),
-        _ if ms % 1000 == 0 => format!("{}s", ms / 1000),
-        _ => format!("{ms}ms"),
+    for (unit, size) in [("h", 3_600_000), ("m", 60_000), ("s", 1000)] {
+        if ms > 0 && ms.is_multiple_of(size) {
+            return format!("{}{unit}", ms / size);
+        }
     }
+    format!("{ms}ms")
 }
 
 impl Balancer {
