@@ -221,14 +221,6 @@ impl Cluster {
         wait_listening(r);
     }
 
-    /// Whether replica `i` is running (not killed).
-    pub fn is_running(&mut self, i: usize) -> bool {
-        self.replicas[i]
-            .child
-            .as_mut()
-            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
-    }
-
     /// What replica `i` wrote on stderr (its log, at `warn`), across restarts.
     pub fn replica_log(&self, i: usize) -> String {
         std::fs::read_to_string(&self.replicas[i].log).unwrap_or_default()
