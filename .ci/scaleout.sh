@@ -4,8 +4,9 @@
 #
 #  1. installs redis-server and nginx from Debian's packages if they are missing (no
 #     Docker), starts Redis on a free loopback port;
-#  2. runs the Redis-backed scale-out tests and the Redis fault tests with
-#     MCP_REQUIRE_REDIS=1 (they fail rather than skip without Redis);
+#  2. runs the Redis-backed scale-out tests, the Redis fault tests and the load-balancer
+#     fault tests (replicas killed behind a real nginx, tests/tests/lb_faults.rs) with
+#     MCP_REQUIRE_REDIS=1 (they fail rather than skip without Redis or nginx);
 #  3. starts three replicas with --redis-url and one shared --state-key-file, and nginx in
 #     front of them (round-robin, HTTP/1.1 keep-alive to the upstreams, proxy_buffering off
 #     for SSE, the client's Host passed through for the DNS-rebinding guard);
@@ -96,7 +97,10 @@ REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 echo "redis on $REDIS_URL (pid $REDIS_PID)"
 
 section "scale-out: the Redis-backed tests (MCP_REQUIRE_REDIS=1)"
-MCP_REQUIRE_REDIS=1 cargo test --quiet -p mcp-tests --test scaleout --test redis_faults
+# lb_faults runs replicas of the (debug) everything binary behind nginx of its own.
+cargo build --quiet -p mcp-examples --bin everything
+MCP_REQUIRE_REDIS=1 cargo test --quiet -p mcp-tests --test scaleout --test redis_faults \
+  --test lb_faults
 
 section "scale-out: install the conformance suite, build everything (release)"
 install_conformance_suite

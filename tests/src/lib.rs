@@ -1,11 +1,14 @@
 //! Shared helpers for the integration tests: the official MCP JSON Schemas as a validator
 //! for every message a server emits, a harness that drives a server binary over stdio
-//! (pipes or a Unix socket pair), and the seed suites' tools and assertions.
+//! (pipes or a Unix socket pair), real replicas behind a real nginx, and the seed suites'
+//! tools and assertions.
 
 pub mod cgroup;
+pub mod cluster;
 pub mod gate;
 pub mod http;
 pub mod idp;
+pub mod nginx;
 pub mod pipe;
 pub mod process;
 pub mod proxy;

@@ -143,6 +143,7 @@ mcp_tests::on_both_backends!(
     request_state_opens_once_across_replicas,
     listen_streams_hear_changes_raised_on_other_replicas,
     tasks_are_shared_steered_and_failed_across_replicas,
+    a_lost_core_task_is_listed_failed,
     the_task_store_keeps_its_contract,
 );
 
@@ -893,6 +894,74 @@ async fn tasks_are_shared_steered_and_failed_across_replicas(kind: Kind) {
     // Once failed it stays failed, on every replica.
     let again = task_status_on(&two, &orphan, "failed").await;
     assert_eq!(again["error"], failed["error"]);
+}
+
+/// A 2025-11-25 task whose replica crashed is listed `failed` by `tasks/list` on the
+/// others, even when nobody asked `tasks/get` about it (it was listed `working` for ever).
+async fn a_lost_core_task_is_listed_failed(kind: Kind) {
+    let Some(r) = Replicas::start(kind, "a_lost_core_task_is_listed_failed").await else {
+        return;
+    };
+    let mut a = r.client(0);
+    a.initialize("2025-11-25", json!({})).await;
+    let created = a
+        .request(
+            1,
+            "tools/call",
+            json!({"name": "job", "arguments": {"ms": 60000}, "task": {}}),
+        )
+        .await;
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a core task: {created}"))
+        .to_owned();
+    // One on replica 1 that lives on.
+    let alive = r
+        .on(&a, 1)
+        .request(
+            2,
+            "tools/call",
+            json!({"name": "job", "arguments": {"ms": 60000}, "task": {}}),
+        )
+        .await;
+    let alive = alive["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    r.drop_out(0);
+    let mut lister = r.on(&a, 2);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let mut n = 10;
+    let listed = loop {
+        n += 1;
+        let listed = lister.request(n, "tasks/list", json!({})).await;
+        let status = |task: &str| {
+            listed["result"]["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["taskId"] == task)
+                .unwrap_or_else(|| panic!("{task} is listed: {listed}"))
+                .clone()
+        };
+        let (lost, live) = (status(&id), status(&alive));
+        assert_eq!(live["status"], "working", "{live}");
+        if lost["status"] == "failed" {
+            break lost;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the lost task is still listed {lost}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        listed["statusMessage"]
+            .as_str()
+            .unwrap()
+            .starts_with("replica_lost"),
+        "{listed}"
+    );
 }
 
 async fn the_task_store_keeps_its_contract(kind: Kind) {

@@ -641,18 +641,27 @@ impl Server {
 
     /// A task that is not terminal and not running here: if the replica that ran it is
     /// gone, it is ended `failed`, saying so.
-    async fn orphan_check(&self, mut record: TaskRecord) -> Result<TaskRecord, ErrorObject> {
+    async fn orphan_check(&self, record: TaskRecord) -> Result<TaskRecord, ErrorObject> {
+        if self.runner_alive(&record).await? {
+            return Ok(record);
+        }
+        self.end_orphan(record).await
+    }
+
+    /// Whether the replica recorded as running a task that does not run here is alive.
+    async fn runner_alive(&self, record: &TaskRecord) -> Result<bool, ErrorObject> {
         let engine = &self.inner.tasks;
-        let alive = match (&record.replica, &self.inner.cluster) {
+        Ok(match (&record.replica, &self.inner.cluster) {
             // Ours, and not running: this process lost it (it cannot happen short of a
             // store shared with an earlier run of the same replica id).
             (Some(r), _) if *r == engine.replica => false,
             (Some(r), Some(cluster)) => cluster.bus().is_alive(r).await.map_err(store_failed)?,
             _ => false,
-        };
-        if alive {
-            return Ok(record);
-        }
+        })
+    }
+
+    /// Ends `failed` a task whose replica is gone, saying so; the record as stored.
+    async fn end_orphan(&self, mut record: TaskRecord) -> Result<TaskRecord, ErrorObject> {
         let message = "replica_lost: the replica running this task stopped before it finished";
         record.end(
             TaskStatus::Failed,
@@ -896,7 +905,8 @@ impl Server {
         left.min(limit) + MARGIN
     }
 
-    /// `tasks/list` (2025-11-25): the caller's tasks, oldest first, a page at a time.
+    /// `tasks/list` (2025-11-25): the caller's tasks, oldest first, a page at a time (a
+    /// task whose replica died is ended `failed` first, as `tasks/get` would).
     pub(super) async fn tasks_list(
         &self,
         scope: &Scope,
@@ -924,17 +934,38 @@ impl Server {
             }
         };
         let size = self.config().page_size.max(1);
-        let page: Vec<Value> = mine
-            .iter()
-            .skip(start)
-            .take(size)
-            .map(|r| Value::Object(r.core_task()))
-            .collect();
+        let next = (start + size < mine.len())
+            .then(|| mine.get(start + size - 1).map(|last| last.task_id.clone()))
+            .flatten();
+        // A task whose replica died is listed as what it is, failed (as tasks/get would
+        // say), never `working` for ever: one liveness look per replica on the page.
+        let mut alive = std::collections::HashMap::new();
+        let mut page = Vec::new();
+        for record in mine.into_iter().skip(start).take(size) {
+            let orphan =
+                !record.status.is_terminal() && self.inner.tasks.live(&record.task_id).is_none();
+            let record = if orphan {
+                let runner_alive = match alive.get(&record.replica) {
+                    Some(known) => *known,
+                    None => {
+                        let known = self.runner_alive(&record).await?;
+                        alive.insert(record.replica.clone(), known);
+                        known
+                    }
+                };
+                if runner_alive {
+                    record
+                } else {
+                    self.end_orphan(record).await?
+                }
+            } else {
+                record
+            };
+            page.push(Value::Object(record.core_task()));
+        }
         let mut body = json!({"tasks": page});
-        if start + size < mine.len()
-            && let Some(last) = mine.get(start + size - 1)
-        {
-            body["nextCursor"] = json!(last.task_id);
+        if let Some(last) = next {
+            body["nextCursor"] = json!(last);
         }
         Ok(Reply::raw_result(&scope.id, &body.to_string()))
     }
