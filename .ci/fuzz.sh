@@ -9,7 +9,10 @@
 # it does not, run with FUZZ_SANITIZER=none (coverage-guided fuzzing still works; only
 # ASan's checks, which matter for unsafe code, are lost).
 #
-# Usage: .ci/fuzz.sh [target...]   (env: FUZZ_SECONDS, FUZZ_SANITIZER, FUZZ_TARGET_DIR)
+# Targets run side by side, one per core (FUZZ_JOBS to change that).
+#
+# Usage: .ci/fuzz.sh [target...]   (env: FUZZ_SECONDS, FUZZ_JOBS, FUZZ_SANITIZER,
+#                                         FUZZ_TARGET_DIR)
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 
@@ -45,15 +48,14 @@ echo "fuzz targets built in $((SECONDS - build_start)) s"
 
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
-summary=()
-failed=0
-for t in "${targets[@]}"; do
-  corpus="$logs/corpus-$t"
+
+# fuzz_one <target>: one bounded run; its one-line summary goes to $logs/<target>.summary,
+# and a failure leaves $logs/<target>.failed.
+fuzz_one() {
+  local t=$1 corpus="$logs/corpus-$t" committed=() result runs rate rss
   mkdir -p "$corpus"
-  echo "==> fuzzing $t for ${SECONDS_PER_TARGET} s"
   # New inputs go to a scratch corpus; the committed corpus (minimized by the campaigns of
   # fuzz/campaign.sh) and the hand-written seeds are only read.
-  committed=()
   [ -d "corpus/$t" ] && committed=("corpus/$t")
   if cargo fuzz run "${fuzz[@]}" "$t" "$corpus" "${committed[@]}" "seeds/$t" -- \
       -max_total_time="$SECONDS_PER_TARGET" \
@@ -64,13 +66,35 @@ for t in "${targets[@]}"; do
     result=ok
   else
     result=FAILED
-    failed=1
-    grep -vE '^"|# Uses' "$logs/$t.log" | tail -60 >&2
+    touch "$logs/$t.failed"
   fi
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$logs/$t.log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$logs/$t.log" | tail -1)
   rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$logs/$t.log" | tail -1)
-  summary+=("$(printf '%-20s %-7s %10s runs %7s exec/s %6s MB' "$t" "$result" "${runs:-?}" "${rate:-?}" "${rss:-?}")")
+  printf '%-20s %-7s %10s runs %7s exec/s %6s MB\n' "$t" "$result" "${runs:-?}" "${rate:-?}" \
+    "${rss:-?}" >"$logs/$t.summary"
+}
+
+# One target per core at a time: each run is single-threaded.
+jobs_max="${FUZZ_JOBS:-$(nproc)}"
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do
+    wait -n || true
+  done
+  echo "==> fuzzing $t for ${SECONDS_PER_TARGET} s"
+  fuzz_one "$t" &
+done
+wait
+
+summary=()
+failed=0
+for t in "${targets[@]}"; do
+  summary+=("$(cat "$logs/$t.summary")")
+  if [ -e "$logs/$t.failed" ]; then
+    failed=1
+    echo "==> $t failed:" >&2
+    grep -vE '^"|# Uses' "$logs/$t.log" | tail -60 >&2
+  fi
 done
 
 echo
