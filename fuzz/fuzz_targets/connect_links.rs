@@ -29,7 +29,7 @@ use mcp::transport::http::axum::Router;
 use mcp::transport::http::axum::body::Body;
 use mcp::transport::http::axum::http::{HeaderValue, Request};
 use mcp::{ConnId, Transport};
-use mcp_fuzz::runtime;
+use mcp_fuzz::{Program, runtime};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -59,39 +59,21 @@ struct Nothing {}
 
 const WHO: [&str; 3] = ["alice", "bob", ""];
 
-/// Reads the program.
-struct Program<'a>(&'a [u8]);
-
-impl Program<'_> {
-    fn byte(&mut self) -> Option<u8> {
-        let (first, rest) = self.0.split_first()?;
-        self.0 = rest;
-        Some(*first)
-    }
-
-    fn text(&mut self) -> String {
-        let n = usize::from(self.byte().unwrap_or(0) % 12).min(self.0.len());
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        String::from_utf8_lossy(head).into_owned()
-    }
-
-    /// One of `known`, one of them with a character changed, or made-up text.
-    fn pick(&mut self, known: &[String]) -> String {
-        let how = self.byte().unwrap_or(0);
-        let i = usize::from(self.byte().unwrap_or(0));
-        match (how % 4, known.is_empty()) {
-            (0 | 1, false) => known[i % known.len()].clone(),
-            (2, false) => {
-                let mut s: Vec<char> = known[i % known.len()].chars().collect();
-                let at = usize::from(self.byte().unwrap_or(0)) % s.len().max(1);
-                if let Some(c) = s.get_mut(at) {
-                    *c = if *c == 'A' { 'B' } else { 'A' };
-                }
-                s.into_iter().collect()
+/// One of `known`, one of them with a character changed, or made-up text.
+fn pick(p: &mut Program<'_>, known: &[String]) -> String {
+    let how = p.byte().unwrap_or(0);
+    let i = usize::from(p.byte().unwrap_or(0));
+    match (how % 4, known.is_empty()) {
+        (0 | 1, false) => known[i % known.len()].clone(),
+        (2, false) => {
+            let mut s: Vec<char> = known[i % known.len()].chars().collect();
+            let at = usize::from(p.byte().unwrap_or(0)) % s.len().max(1);
+            if let Some(c) = s.get_mut(at) {
+                *c = if *c == 'A' { 'B' } else { 'A' };
             }
-            _ => self.text(),
+            s.into_iter().collect()
         }
+        _ => p.text(12),
     }
 }
 
@@ -251,7 +233,7 @@ fuzz_target!(|data: &[u8]| {
                 }
                 1 => {
                     let who = WHO[usize::from(op / 3 % 3)];
-                    let reference = p.pick(&reference_list);
+                    let reference = pick(&mut p, &reference_list);
                     let uri = format!("{path}/{}", encode(&reference));
                     let Some((status, location, _)) = get(&app, &uri, who).await else {
                         continue;
@@ -279,8 +261,8 @@ fuzz_target!(|data: &[u8]| {
                 }
                 _ => {
                     let who = WHO[usize::from(op / 3 % 3)];
-                    let state = p.pick(&state_list);
-                    let code = p.text();
+                    let state = pick(&mut p, &state_list);
+                    let code = p.text(12);
                     let error = p.byte().unwrap_or(0) % 8 == 0;
                     let mut uri = format!(
                         "{path}/callback?state={}&code={}",

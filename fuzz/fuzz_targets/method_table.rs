@@ -24,7 +24,7 @@ use mcp::protocol::methods::Method;
 use mcp::server::{Outbound, RequestExtras};
 use mcp::testing::TestClient;
 use mcp::{ConnId, Transport};
-use mcp_fuzz::{check_output, check_released, runtime, server};
+use mcp_fuzz::{Program, check_output, check_released, runtime, server};
 use serde_json::{Map, Value, json};
 
 /// Names that are not client methods of the table: the server's own, near misses.
@@ -39,46 +39,28 @@ const OTHER_NAMES: [&str; 8] = [
     "rpc.discover",
 ];
 
-/// Reads the program.
-struct Program<'a>(&'a [u8]);
-
-impl Program<'_> {
-    fn byte(&mut self) -> Option<u8> {
-        let (first, rest) = self.0.split_first()?;
-        self.0 = rest;
-        Some(*first)
-    }
-
-    fn text(&mut self) -> String {
-        let n = usize::from(self.byte().unwrap_or(0) % 16).min(self.0.len());
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        String::from_utf8_lossy(head).into_owned()
-    }
-
-    /// Arbitrary JSON, a few levels deep.
-    fn value(&mut self, depth: u8) -> Value {
-        match self.byte().unwrap_or(0) % 8 {
-            0 => Value::Null,
-            1 => json!(self.byte().unwrap_or(0) % 2 == 0),
-            2 => json!(i64::from(self.byte().unwrap_or(0)) - 128),
-            3 => json!(f64::from(self.byte().unwrap_or(0)) / 3.0),
-            4 => json!(self.text()),
-            5 if depth > 0 => {
-                let n = self.byte().unwrap_or(0) % 4;
-                Value::Array((0..n).map(|_| self.value(depth - 1)).collect())
-            }
-            6 if depth > 0 => {
-                let n = self.byte().unwrap_or(0) % 4;
-                let mut map = Map::new();
-                for _ in 0..n {
-                    let key = self.text();
-                    map.insert(key, self.value(depth - 1));
-                }
-                Value::Object(map)
-            }
-            _ => json!(u64::MAX),
+/// Arbitrary JSON, a few levels deep, read from the program.
+fn value(p: &mut Program<'_>, depth: u8) -> Value {
+    match p.byte().unwrap_or(0) % 8 {
+        0 => Value::Null,
+        1 => json!(p.byte().unwrap_or(0) % 2 == 0),
+        2 => json!(i64::from(p.byte().unwrap_or(0)) - 128),
+        3 => json!(f64::from(p.byte().unwrap_or(0)) / 3.0),
+        4 => json!(p.text(16)),
+        5 if depth > 0 => {
+            let n = p.byte().unwrap_or(0) % 4;
+            Value::Array((0..n).map(|_| value(p, depth - 1)).collect())
         }
+        6 if depth > 0 => {
+            let n = p.byte().unwrap_or(0) % 4;
+            let mut map = Map::new();
+            for _ in 0..n {
+                let key = p.text(16);
+                map.insert(key, value(p, depth - 1));
+            }
+            Value::Object(map)
+        }
+        _ => json!(u64::MAX),
     }
 }
 
@@ -113,7 +95,7 @@ fn params(p: &mut Program<'_>, method: Option<Method>, stateless: bool) -> (Opti
         0 => return (None, false),
         1 => Value::Null,
         2 => json!([]),
-        3 => json!(p.text()),
+        3 => json!(p.text(16)),
         4 => good,
         5 => {
             let mut good = good;
@@ -121,12 +103,12 @@ fn params(p: &mut Program<'_>, method: Option<Method>, stateless: bool) -> (Opti
                 let keys: Vec<String> = map.keys().cloned().collect();
                 if !keys.is_empty() {
                     let k = keys[usize::from(p.byte().unwrap_or(0)) % keys.len()].clone();
-                    map.insert(k, p.value(2));
+                    map.insert(k, value(p, 2));
                 }
             }
             good
         }
-        _ => p.value(3),
+        _ => value(p, 3),
     };
     let mut meta_ok = false;
     if stateless && let Value::Object(map) = &mut params {
@@ -140,11 +122,14 @@ fn params(p: &mut Program<'_>, method: Option<Method>, stateless: bool) -> (Opti
             2 => {
                 let mut meta = meta;
                 if let Value::Object(m) = &mut meta {
-                    m.insert("io.modelcontextprotocol/protocolVersion".into(), p.value(1));
+                    m.insert(
+                        "io.modelcontextprotocol/protocolVersion".into(),
+                        value(p, 1),
+                    );
                 }
                 meta
             }
-            _ => p.value(2),
+            _ => value(p, 2),
         };
         map.insert("_meta".into(), meta);
     }
@@ -183,7 +168,7 @@ fuzz_target!(|data: &[u8]| {
             } else if pick < all + OTHER_NAMES.len() {
                 (OTHER_NAMES[pick - all].to_owned(), None)
             } else {
-                let name = p.text();
+                let name = p.text(16);
                 (name.clone(), Method::parse(&name))
             };
             let flags = p.byte().unwrap_or(0);

@@ -83,6 +83,19 @@ fn decoded<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> StoreResul
     redis_value(text, what).map_err(StoreError)
 }
 
+/// The planted value (`what`, decoded as Redis values are) if the input planted one, else
+/// what the honest store says.
+fn planted_or<'a, T: serde::de::DeserializeOwned + Send + 'a>(
+    text: Option<String>,
+    what: &str,
+    honest: impl FnOnce() -> BoxFuture<'a, StoreResult<Option<T>>>,
+) -> BoxFuture<'a, StoreResult<Option<T>>> {
+    match text {
+        Some(text) => now(decoded(&text, what).map(Some)),
+        None => honest(),
+    }
+}
+
 /// A replica's stores: honest (in memory) except where the input planted a value.
 struct Hostile {
     honest: MemoryBackend,
@@ -154,10 +167,9 @@ impl SessionStore for Hostile {
         id: &'a str,
         stream: u64,
     ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>> {
-        match planned(|p| p.stream.clone()) {
-            Some(text) => now(decoded(&text, "stream record").map(Some)),
-            None => self.honest.claim_stream(id, stream),
-        }
+        planted_or(planned(|p| p.stream.clone()), "stream record", || {
+            self.honest.claim_stream(id, stream)
+        })
     }
 
     fn stream_info<'a>(
@@ -165,10 +177,9 @@ impl SessionStore for Hostile {
         id: &'a str,
         stream: u64,
     ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>> {
-        match planned(|p| p.stream.clone()) {
-            Some(text) => now(decoded(&text, "stream record").map(Some)),
-            None => self.honest.stream_info(id, stream),
-        }
+        planted_or(planned(|p| p.stream.clone()), "stream record", || {
+            self.honest.stream_info(id, stream)
+        })
     }
 
     fn park<'a>(
@@ -185,10 +196,9 @@ impl SessionStore for Hostile {
         id: &'a str,
         request: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<ParkedAsk>>> {
-        match planned(|p| p.parked.clone()) {
-            Some(text) => now(decoded(&text, "parked question").map(Some)),
-            None => self.honest.unpark(id, request),
-        }
+        planted_or(planned(|p| p.parked.clone()), "parked question", || {
+            self.honest.unpark(id, request)
+        })
     }
 
     fn parked_on<'a>(
@@ -277,10 +287,9 @@ impl TaskStore for Hostile {
     }
 
     fn get<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, StoreResult<Option<TaskRecord>>> {
-        match planned(|p| p.task.clone()) {
-            Some(text) => now(decoded(&text, "task").map(Some)),
-            None => self.tasks.get(task_id),
-        }
+        planted_or(planned(|p| p.task.clone()), "task", || {
+            self.tasks.get(task_id)
+        })
     }
 
     fn update<'a>(&'a self, record: &'a TaskRecord) -> BoxFuture<'a, StoreResult<bool>> {

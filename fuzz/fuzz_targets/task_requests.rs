@@ -14,27 +14,8 @@ use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
 use mcp::testing::TestClient;
-use mcp_fuzz::{runtime, task_server};
+use mcp_fuzz::{Program, runtime, task_server};
 use serde_json::{Value, json};
-
-/// Reads the program.
-struct Program<'a>(&'a [u8]);
-
-impl Program<'_> {
-    fn byte(&mut self) -> Option<u8> {
-        let (first, rest) = self.0.split_first()?;
-        self.0 = rest;
-        Some(*first)
-    }
-
-    fn text(&mut self) -> String {
-        let n = usize::from(self.byte().unwrap_or(0) % 24);
-        let n = n.min(self.0.len());
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        String::from_utf8_lossy(head).into_owned()
-    }
-}
 
 const TOOLS: [&str; 5] = ["job", "asker", "fails", "breaks", "plain"];
 const TERMINAL: [&str; 3] = ["completed", "failed", "cancelled"];
@@ -86,7 +67,7 @@ fuzz_target!(|data: &[u8]| {
             let pick = program.byte().unwrap_or(0);
             let id = match ids.get(usize::from(pick) % ids.len().max(1)) {
                 Some(id) if pick < 200 => id.clone(),
-                _ => program.text(),
+                _ => program.text(24),
             };
             let c = &mut clients[who];
             let answer = match op % 7 {
@@ -112,10 +93,10 @@ fuzz_target!(|data: &[u8]| {
                 }
                 1 => c.get_task(&id).await,
                 2 => {
-                    let key = program.text();
+                    let key = program.text(24);
                     let action = ["decline", "cancel", "accept"][usize::from(pick) % 3];
                     let responses = json!({
-                        key: {"action": "accept", "content": {"n": program.text()}},
+                        key: {"action": "accept", "content": {"n": program.text(24)}},
                         "elicit-1": {"action": action},
                     });
                     c.update_task(&id, responses).await
@@ -123,7 +104,7 @@ fuzz_target!(|data: &[u8]| {
                 3 => c.cancel_task(&id).await,
                 4 => c.request("tasks/result", json!({"taskId": id})).await,
                 5 => {
-                    c.request("tasks/list", json!({"cursor": program.text()}))
+                    c.request("tasks/list", json!({"cursor": program.text(24)}))
                         .await
                 }
                 _ => {

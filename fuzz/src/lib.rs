@@ -313,3 +313,24 @@ impl tokio::io::AsyncWrite for Collected {
         std::task::Poll::Ready(Ok(()))
     }
 }
+
+/// A byte program, read front to back: the structured targets take their decisions from it
+/// (a missing byte reads as 0).
+pub struct Program<'a>(pub &'a [u8]);
+
+impl Program<'_> {
+    /// The next byte, if any is left.
+    pub fn byte(&mut self) -> Option<u8> {
+        let (first, rest) = self.0.split_first()?;
+        self.0 = rest;
+        Some(*first)
+    }
+
+    /// Text of fewer than `max` bytes (its length from the next byte), lossily UTF-8.
+    pub fn text(&mut self, max: u8) -> String {
+        let n = usize::from(self.byte().unwrap_or(0) % max).min(self.0.len());
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        String::from_utf8_lossy(head).into_owned()
+    }
+}

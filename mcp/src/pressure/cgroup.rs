@@ -197,6 +197,17 @@ mod tests {
 25 20 0:22 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate
 ";
 
+    /// A cgroup v1 memory group `jobs/a` with this `memory.limit_in_bytes` and
+    /// `memory.stat`.
+    fn v1_group(name: &str, limit: &str, stat: &str) -> Root {
+        let root = Root::new(name);
+        root.write("proc/self/cgroup", V1_GROUPS)
+            .write("proc/self/mountinfo", V1_MOUNTS)
+            .write("sys/fs/cgroup/memory/jobs/a/memory.limit_in_bytes", limit)
+            .write("sys/fs/cgroup/memory/jobs/a/memory.stat", stat);
+        root
+    }
+
     #[test]
     fn v1_reads_the_memory_controllers_group_and_its_working_set() {
         let root = Root::new("v1");
@@ -227,33 +238,21 @@ mod tests {
 
     #[test]
     fn v1_takes_the_hierarchical_limit_an_ancestor_sets() {
-        let root = Root::new("v1h");
-        root.write("proc/self/cgroup", V1_GROUPS)
-            .write("proc/self/mountinfo", V1_MOUNTS)
-            .write(
-                "sys/fs/cgroup/memory/jobs/a/memory.limit_in_bytes",
-                "9223372036854771712\n",
-            )
-            .write(
-                "sys/fs/cgroup/memory/jobs/a/memory.stat",
-                "hierarchical_memory_limit 67108864\n",
-            );
+        let root = v1_group(
+            "v1h",
+            "9223372036854771712\n",
+            "hierarchical_memory_limit 67108864\n",
+        );
         assert_eq!(root.discover().unwrap().limit, 64 << 20);
     }
 
     #[test]
     fn v1_unlimited_is_no_limit() {
-        let root = Root::new("v1u");
-        root.write("proc/self/cgroup", V1_GROUPS)
-            .write("proc/self/mountinfo", V1_MOUNTS)
-            .write(
-                "sys/fs/cgroup/memory/jobs/a/memory.limit_in_bytes",
-                "9223372036854771712\n",
-            )
-            .write(
-                "sys/fs/cgroup/memory/jobs/a/memory.stat",
-                "hierarchical_memory_limit 9223372036854771712\n",
-            );
+        let root = v1_group(
+            "v1u",
+            "9223372036854771712\n",
+            "hierarchical_memory_limit 9223372036854771712\n",
+        );
         assert_eq!(root.discover(), None);
     }
 
