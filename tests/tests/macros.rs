@@ -518,6 +518,10 @@ fn the_listing_is_built_once() {
     let a = calc::add::def();
     let b = calc::add::def();
     assert!(Arc::ptr_eq(a.input_schema(), b.input_schema()));
+    // One copy of the schema per argument type: the listed tool shares the one calls are
+    // checked against (issue 20, memory per registered tool).
+    assert!(Arc::ptr_eq(&a.tool().input_schema, a.input_schema()));
+    assert!(Arc::ptr_eq(&a.tool().input_schema, &b.tool().input_schema));
     assert_eq!(
         <calc::stats as mcp::macros_support::ToolFactory>::NAME,
         "stats.summary"

@@ -1,5 +1,7 @@
 //! Tools: definitions, calls and results.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -52,8 +54,11 @@ pub struct Tool {
     /// What the tool does, for the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// The JSON Schema of the arguments, kept verbatim.
-    pub input_schema: Value,
+    /// The JSON Schema of the arguments, kept verbatim (shared with the [`ToolDef`] that
+    /// checks calls against it, and with every tool whose arguments have the same type).
+    ///
+    /// [`ToolDef`]: crate::registry::ToolDef
+    pub input_schema: Arc<Value>,
     /// The JSON Schema of `structuredContent`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,

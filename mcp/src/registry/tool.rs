@@ -107,7 +107,7 @@ impl ToolDef {
                 name: name.into(),
                 title: None,
                 description: Some(description.into()),
-                input_schema: (**schema.value()).clone(),
+                input_schema: Arc::clone(schema.value()),
                 output_schema: None,
                 annotations: None,
                 icons: None,
@@ -188,12 +188,12 @@ impl ToolDef {
     /// assert!(search.input_schema().get("additionalProperties").is_none());
     /// ```
     pub fn allow_unknown_arguments(mut self) -> Self {
-        if let Value::Object(map) = &mut self.tool.input_schema
-            && map.get("additionalProperties") == Some(&Value::Bool(false))
+        if self.tool.input_schema.get("additionalProperties") == Some(&Value::Bool(false))
+            && let Value::Object(map) = Arc::make_mut(&mut self.tool.input_schema)
         {
             map.remove("additionalProperties");
         }
-        self.schema = ArgsSchema::new(Arc::new(self.tool.input_schema.clone()));
+        self.schema = ArgsSchema::new(Arc::clone(&self.tool.input_schema));
         self
     }
 
