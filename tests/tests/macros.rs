@@ -513,6 +513,31 @@ async fn prompts_take_their_arguments_from_the_parameters() {
 }
 
 #[test]
+fn tools_of_one_argument_type_share_one_schema() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Query {
+        q: String,
+    }
+    let tool = |name: &str| {
+        mcp::registry::ToolDef::from_fn(name, "Searches.", |_ctx, a: Query| async move { a.q })
+    };
+    let (a, b) = (tool("a"), tool("b"));
+    assert!(Arc::ptr_eq(a.input_schema(), b.input_schema()));
+    assert!(Arc::ptr_eq(&a.tool().input_schema, b.input_schema()));
+    // A tool that accepts unknown arguments gets its own schema; the others keep theirs.
+    let loose = tool("c").allow_unknown_arguments();
+    assert!(loose.input_schema().get("additionalProperties").is_none());
+    assert!(
+        loose
+            .tool()
+            .input_schema
+            .get("additionalProperties")
+            .is_none()
+    );
+    assert_eq!(tool("d").input_schema()["additionalProperties"], false);
+}
+
+#[test]
 fn the_listing_is_built_once() {
     use mcp::macros_support::ToolFactory as _;
     let a = calc::add::def();

@@ -6,9 +6,12 @@
 //! arguments it does not list are refused with an error naming them and the accepted ones;
 //! the check runs inside the one decoding pass ([`super::unknown`]).
 
-use std::any::Any;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
 
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -144,6 +147,25 @@ impl ArgsSchema {
                     .unwrap_or_default()
             });
         ArgsSchema { schema, accepted }
+    }
+
+    /// The schema generated for `A` ([`input_schema_for`](crate::schema::input_schema_for)),
+    /// worked out once per type: every tool taking `A` shares it (a server registering
+    /// thousands of tools of a few argument types keeps a few schemas).
+    pub(crate) fn of_type<A: schemars::JsonSchema + 'static>() -> Self {
+        static BY_TYPE: OnceLock<Mutex<HashMap<TypeId, ArgsSchema>>> = OnceLock::new();
+        let by_type = BY_TYPE.get_or_init(Mutex::default);
+        if let Some(schema) = by_type.lock().get(&TypeId::of::<A>()) {
+            return schema.clone();
+        }
+        // Generated outside the lock; two threads racing for a new type both generate it
+        // and the first stored is kept.
+        let schema = ArgsSchema::new(Arc::new(crate::schema::input_schema_for::<A>()));
+        by_type
+            .lock()
+            .entry(TypeId::of::<A>())
+            .or_insert(schema)
+            .clone()
     }
 
     /// The schema as given.

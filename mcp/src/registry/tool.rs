@@ -15,7 +15,7 @@ use super::arguments::{ArgsSchema, ArgumentError, Decoded, ToolArgs, json_text};
 use super::output::IntoToolResult;
 use crate::context::Ctx;
 use crate::protocol::{CallToolResult, Icon, Tool, ToolAnnotations};
-use crate::schema::{input_schema_for, output_schema_for};
+use crate::schema::output_schema_for;
 
 /// Runs a tool. Implemented for closures `Fn(Ctx, ToolArgs) -> impl Future<Output = R>`
 /// where `R` converts into a tool result; the macros generate implementations too.
@@ -100,7 +100,22 @@ impl ToolDef {
         input_schema: Value,
         handler: impl ToolHandler,
     ) -> Self {
-        let schema = ArgsSchema::new(Arc::new(input_schema));
+        Self::with_args_schema(
+            name,
+            description,
+            ArgsSchema::new(Arc::new(input_schema)),
+            handler,
+        )
+    }
+
+    /// [`ToolDef::new`] with a schema already worked out (shared by every tool of one
+    /// argument type).
+    fn with_args_schema(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        schema: ArgsSchema,
+        handler: impl ToolHandler,
+    ) -> Self {
         ToolDef {
             needs: Vec::new(),
             tool: Tool {
@@ -169,7 +184,8 @@ impl ToolDef {
                 }
             }
         };
-        let mut def = ToolDef::new(name, description, input_schema_for::<A>(), handler);
+        let mut def =
+            ToolDef::with_args_schema(name, description, ArgsSchema::of_type::<A>(), handler);
         def.decoder = Some(decode_as::<A>);
         def
     }
