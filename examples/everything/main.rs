@@ -8,8 +8,9 @@
 //! tool requires, resources (text, binary, a template, one that changes), subscriptions,
 //! prompts (arguments, completion, embedded resources, images, one that asks first),
 //! list-changed triggers, a tool whose input schema is kept verbatim, an argument mirrored
-//! into an HTTP header (`x-mcp-header`), and a small note
-//! store with a destructive tool that the authorizer asks the human about.
+//! into an HTTP header (`x-mcp-header`), a small note
+//! store with a destructive tool that the authorizer asks the human about, and a ledger
+//! whose destructive `charge` is counted where a test can read it (`ledger://{account}`).
 //!
 //! ```text
 //! cargo run -p mcp-examples --bin everything                # serve on stdio
@@ -672,6 +673,69 @@ async fn delete_note(
     }
 }
 
+// ------------------------------------------------------------------------------------------
+// A ledger: a destructive tool whose runs can be counted from outside
+// ------------------------------------------------------------------------------------------
+
+/// What `charge` did, per account: how many charges ran and the sum of their ids. The
+/// cluster soak (`tests/tests/soak_cluster.rs`) reads it through `ledger://{account}` on
+/// every replica to check that each approved charge ran exactly once and each declined or
+/// unanswered one never. Two numbers per account, at most [`LEDGER_ACCOUNTS`] accounts: its
+/// memory is bounded however long the server runs.
+#[derive(Default)]
+struct Ledger {
+    accounts: Mutex<BTreeMap<String, Account>>,
+}
+
+/// How many accounts the ledger keeps; a charge to a new one beyond it is refused.
+const LEDGER_ACCOUNTS: usize = 1024;
+
+/// One account of the ledger.
+#[derive(Clone, Copy, Debug, Default, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct Account {
+    /// How many charges ran.
+    charges: u64,
+    /// The sum of their ids (wrapping).
+    id_sum: u64,
+}
+
+/// Charges an account once, recording the charge's id in the ledger (`ledger://{account}`).
+/// Destructive: the authorizer asks the human first.
+#[tool(destructive)]
+async fn charge(
+    ledger: State<Ledger>,
+    /// The account to charge.
+    account: String,
+    /// The caller's id for this charge.
+    id: u64,
+) -> Result<String, ToolError> {
+    let mut accounts = ledger.accounts.lock();
+    if !accounts.contains_key(&account) && accounts.len() >= LEDGER_ACCOUNTS {
+        return Err(ToolError::new(format!(
+            "the ledger keeps {LEDGER_ACCOUNTS} accounts; charge one of those"
+        )));
+    }
+    let entry = accounts.entry(account.clone()).or_default();
+    entry.charges += 1;
+    entry.id_sum = entry.id_sum.wrapping_add(id);
+    Ok(format!("charged {account} ({id})"))
+}
+
+/// An account of this process's ledger: how many charges ran and the sum of their ids
+/// (zero for an account never charged).
+#[resource("ledger://{account}", mime = "application/json")]
+async fn ledger(ledger: State<Ledger>, account: String) -> Json<Account> {
+    Json(
+        ledger
+            .accounts
+            .lock()
+            .get(&account)
+            .copied()
+            .unwrap_or_default(),
+    )
+}
+
 /// The ids of the stored notes that start with what was typed.
 async fn note_ids(request: CompletionRequest) -> Vec<String> {
     let Some(notes) = request.state::<Notes>() else {
@@ -1015,7 +1079,7 @@ mcp::server! {
     instructions: "A showcase and test server. The test_* tools, resources and prompts exercise one \
                    protocol feature each; add_note, delete_note, note://{id} and the summarize \
                    prompt form a small note store.",
-    state: [Notes::new(), Watched::default()],
+    state: [Notes::new(), Watched::default(), Ledger::default()],
     tools: [
         test_simple_text,
         test_image_content,
@@ -1046,6 +1110,7 @@ mcp::server! {
         test_header_param,
         add_note,
         delete_note,
+        charge,
         greet,
         slow_compute,
         failing_job,
@@ -1054,7 +1119,7 @@ mcp::server! {
         multi_input,
         test_tool_with_task,
     ],
-    resources: [static_text, static_binary, template_data, watched_resource, note],
+    resources: [static_text, static_binary, template_data, watched_resource, note, ledger],
     prompts: [
         test_simple_prompt,
         test_prompt_with_arguments,
@@ -1063,7 +1128,7 @@ mcp::server! {
         test_input_required_result_prompt,
         summarize,
     ],
-    // `delete_note` is destructive: ask the human before it runs. Everything else is allowed.
+    // `delete_note` and `charge` are destructive: ask the human before they run. Everything else is allowed.
     authorizer: mcp::auth::ask_before_sensitive(),
     // The data here is public test data: every client may list and read it.
     read_authorizer: mcp::auth::allow_all(),

@@ -463,6 +463,31 @@ async fn handshake_session(wiring: Wiring) {
     .await;
     assert_eq!(text(&r.response["result"]), "deleted note tmp");
 
+    // The ledger counts the charges that ran: a declined one never, an approved one once.
+    for (id, answer) in [
+        (120, json!({"action": "decline"})),
+        (
+            121,
+            json!({"action": "accept", "content": {"approve": true}}),
+        ),
+    ] {
+        let answer = answer.clone();
+        call(
+            &mut s,
+            id,
+            "charge",
+            json!({"account": "acme", "id": id}),
+            move |_| answer.clone(),
+        )
+        .await;
+    }
+    let r = s
+        .request("resources/read", json!({"uri": "ledger://acme"}))
+        .await;
+    let entry: Value =
+        serde_json::from_str(r["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(entry, json!({"charges": 1, "idSum": 121}));
+
     // Resources: text, binary, template, subscription to the one that changes.
     let r = s.request("resources/list", json!({})).await;
     let uris: Vec<&str> = r["result"]["resources"]

@@ -1047,3 +1047,83 @@ async fn the_task_store_keeps_its_contract(kind: Kind) {
     assert!(store.get("never").await.unwrap().is_none());
     assert!(!store.update(&record("never", &owner, None)).await.unwrap());
 }
+
+/// The task indexes (per owner and in total) expire with the last of their tasks: an owner
+/// that stops creating tasks (a session that ended) leaves no key behind once its tasks
+/// expired, and an index holding a task without a ttl is kept. Found by the cluster soak
+/// (`soak_cluster.rs`): every session that had made a task left its `towner:` index in
+/// Redis for good.
+#[tokio::test]
+async fn task_indexes_expire_with_their_tasks_on_redis() {
+    use mcp::tasks::{TaskFlavour, TaskLimits, TaskRecord, TaskStatus};
+    let Some(server) = RedisServer::start("task_indexes_expire") else {
+        return;
+    };
+    let prefix = format!("t-indexes-{}", std::process::id());
+    let backend = RedisBackend::connect(&server.url(), &prefix)
+        .await
+        .expect("connect to the test redis");
+    let cluster = backend.replica();
+    let store = cluster.tasks().expect("a shared task store").clone();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let record = |id: &str, owner: &str, ttl: Option<u64>| TaskRecord {
+        task_id: id.into(),
+        owner: owner.into(),
+        replica: None,
+        flavour: TaskFlavour::Extension,
+        tool: "job".into(),
+        status: TaskStatus::Working,
+        status_message: None,
+        created_ms: now,
+        updated_ms: now,
+        ttl_ms: ttl,
+        poll_interval_ms: 1000,
+        result: None,
+        error: None,
+        input_requests: Default::default(),
+    };
+    let limits = TaskLimits {
+        per_owner: 10,
+        total: 10,
+    };
+    let exists = |key: &str| server.command(&["EXISTS", &format!("{prefix}:{key}")]);
+    // Two tasks of a session that then goes away: the later one sets the index's expiry.
+    for (id, ttl) in [("short", 300), ("longer", 900), ("shorter", 100)] {
+        store
+            .create(&record(id, "conn:gone", Some(ttl)), limits)
+            .await
+            .unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(exists("t:short"), ":0");
+    assert_eq!(exists("towner:conn:gone"), ":1", "a task of it still lives");
+    assert_eq!(exists("tall"), ":1");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(exists("t:longer"), ":0");
+    assert_eq!(
+        exists("towner:conn:gone"),
+        ":0",
+        "the owner's index outlived its tasks"
+    );
+    assert_eq!(exists("tall"), ":0", "the total index outlived every task");
+    // A task without a ttl keeps its indexes.
+    store
+        .create(&record("forever", "conn:kept", None), limits)
+        .await
+        .unwrap();
+    store
+        .create(&record("brief", "conn:kept", Some(100)), limits)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(exists("towner:conn:kept"), ":1");
+    assert_eq!(exists("tall"), ":1");
+    assert_eq!(
+        store.list("conn:kept").await.unwrap().len(),
+        1,
+        "the expired one is not listed"
+    );
+}

@@ -1209,4 +1209,39 @@ async fn a_contradicting_store_bounds_tasks_result_and_expired_records_are_gone(
         .await
         .unwrap_err();
     assert_eq!(e.code, -32602, "{e:?}");
+/// A `required` tool (TaskPolicy::Always) that waits on something other than the client,
+/// however briefly, before it asks is a task by then: the question is one of the task's
+/// input requests, never an input-required round of the call. Found by the cluster soak
+/// (`soak_cluster.rs`): under load the escalation timer (due at once, but a timer) and the
+/// handler's own short wait fired in the same pass, and the handler, polled first, asked
+/// before the call became a task (2 of 58 000 `confirm_delete` calls in 30 minutes).
+#[tokio::test]
+async fn a_required_tool_that_waited_before_asking_is_a_task_when_it_asks() {
+    let server = Server::builder("escalation", "1.0.0")
+        .tool(
+            ToolDef::from_fn(
+                "wait_then_ask",
+                "Waits a moment, then asks.",
+                |ctx: mcp::Ctx, x: Wait| async move {
+                    tokio::time::sleep(Duration::from_millis(x.ms)).await;
+                    match ctx.elicit::<Confirm>("Go on?").await {
+                        Ok(Elicitation::Accepted(Confirm { confirm: true })) => "yes",
+                        _ => "no",
+                    }
+                },
+            )
+            .task_support(TaskSupport::Required),
+        )
+        .authorizer(allow_all())
+        .read_authorizer(allow_all())
+        .build()
+        .unwrap();
+    let mut c = modern_client(&server);
+    for ms in [0, 1, 1, 2, 0, 1, 3, 1, 0, 1] {
+        let r = c
+            .call_tool_as_task("wait_then_ask", json!({"ms": ms}))
+            .await
+            .unwrap();
+        assert_eq!(r["resultType"], "task", "after a wait of {ms} ms: {r}");
+    }
 }

@@ -4,7 +4,12 @@
 //!
 //! ```text
 //! growth-plot <curves.json> <dir> [font.ttf]
+//! growth-plot --rss <soak-rss.csv> <out.png> [font.ttf]
 //! ```
+//!
+//! `--rss` draws the resident memory the cluster soak (`tests/tests/soak_cluster.rs`)
+//! sampled: its CSV (`t_s,phase,replica1_kib,...`) as one line per replica over time, both
+//! axes linear, with the end of the load marked.
 //!
 //! Text is drawn with a TrueType font read at run time (DejaVu Sans unless a path is given).
 
@@ -28,15 +33,25 @@ fn color(name: &str) -> RGBColor {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let rss = args.first().is_some_and(|a| a == "--rss");
+    if rss {
+        args.remove(0);
+    }
     let (Some(json), Some(dir)) = (args.first(), args.get(1)) else {
         eprintln!("usage: growth-plot <curves.json> <dir> [font.ttf]");
+        eprintln!("       growth-plot --rss <soak-rss.csv> <out.png> [font.ttf]");
         std::process::exit(2);
     };
     let font = args.get(2).map_or(DEFAULT_FONT, String::as_str);
     let bytes: &'static [u8] = Box::leak(std::fs::read(font)?.into_boxed_slice());
     plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
         .map_err(|_| format!("{font} is not a usable TrueType font"))?;
+    if rss {
+        draw_rss(&std::fs::read_to_string(json)?, Path::new(dir))?;
+        println!("{dir}");
+        return Ok(());
+    }
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(json)?)?;
     std::fs::create_dir_all(dir)?;
     for curve in doc["curves"].as_array().into_iter().flatten() {
@@ -189,6 +204,95 @@ fn draw_cluster(curve: &Value, path: &Path) -> Result<(), Box<dyn Error>> {
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// The soak's RSS samples: one line per replica (MiB over minutes, or seconds for a run
+/// under ten minutes), the end of the load as a vertical rule.
+fn draw_rss(csv: &str, path: &Path) -> Result<(), Box<dyn Error>> {
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    let names: Vec<String> = header
+        .iter()
+        .skip(2)
+        .map(|h| h.trim_end_matches("_kib").replace("replica", "replica "))
+        .collect();
+    let rows: Vec<(f64, bool, Vec<f64>)> = lines
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            let t = cells.first()?.parse().ok()?;
+            let load = *cells.get(1)? == "load";
+            let kib = cells[2..]
+                .iter()
+                .map(|c| c.parse::<f64>().unwrap_or(0.0) / 1024.0)
+                .collect();
+            Some((t, load, kib))
+        })
+        .collect();
+    if rows.len() < 2 {
+        return Err("fewer than two samples".into());
+    }
+    let end = rows.last().map_or(1.0, |r| r.0);
+    let minutes = end >= 600.0;
+    let scale = if minutes { 60.0 } else { 1.0 };
+    let load_end = rows.iter().filter(|r| r.1).map(|r| r.0).fold(0.0, f64::max) / scale;
+    let hi = rows
+        .iter()
+        .flat_map(|r| r.2.iter().copied())
+        .fold(0.0, f64::max)
+        * 1.25;
+    let root = BitMapBackend::new(path, (960, 600)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let title = format!(
+        "Cluster soak: RSS of three replicas behind nginx ({:.0} {} of load, then expiry)",
+        load_end,
+        if minutes { "min" } else { "s" }
+    );
+    let mut chart = ChartBuilder::on(&root)
+        .caption(wrap(&title, 90), ("sans-serif", 18))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0.0..end / scale, 0.0..hi)?;
+    chart
+        .configure_mesh()
+        .x_desc(if minutes { "minutes" } else { "seconds" })
+        .y_desc("RSS (MiB)")
+        .label_style(("sans-serif", 14))
+        .draw()?;
+    let palette = [
+        RGBColor(0x1f, 0x77, 0xb4),
+        RGBColor(0xd6, 0x27, 0x28),
+        RGBColor(0x2c, 0xa0, 0x2c),
+        RGBColor(0x9e, 0x3a, 0xc8),
+    ];
+    for (i, name) in names.iter().enumerate() {
+        let c = palette[i % palette.len()];
+        let pts: Vec<(f64, f64)> = rows
+            .iter()
+            .filter_map(|r| r.2.get(i).map(|y| (r.0 / scale, *y)))
+            .filter(|p| p.1 > 0.0)
+            .collect();
+        chart
+            .draw_series(LineSeries::new(pts, c.stroke_width(2)))?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    chart
+        .draw_series(std::iter::once(PathElement::new(
+            vec![(load_end, 0.0), (load_end, hi)],
+            BLACK.mix(0.6).stroke_width(2),
+        )))?
+        .label("end of the load")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.5)));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .label_font(("sans-serif", 14))

@@ -28,7 +28,7 @@
 //! | `<p>:epoch` | string | since when (Unix ms, Redis's clock) the store holds every nonce recorded: a `requestState` issued before it is refused (the store lost its keys, and with them the used nonces) |
 //! | `<p>:alive:<r>` | string | replica `r`'s heartbeat (`PX` 3 s, renewed every second) |
 //! | `<p>:t:<task>` | string | a task's record (JSON), expiring with the task's `ttl` (`PX`) |
-//! | `<p>:towner:<owner>`, `<p>:tall` | sorted set | task ids by expiry, per owner and in total (the task caps) |
+//! | `<p>:towner:<owner>`, `<p>:tall` | sorted set | task ids by expiry, per owner and in total (the task caps), each expiring with the last of its tasks |
 //! | `<p>:tok:<user>` | hash | third-party tokens (`mcp::connect`, the `oauth` feature): a field per provider |
 //! | `<p>:cf:<ref>`, `<p>:cfs:<state>`, `<p>:cfo:<user>`, `<p>:cfall` | | pending third-party sign-in links, their OAuth states and their bounds (`mcp::connect`) |
 //!
@@ -1092,6 +1092,10 @@ impl Bus for RedisBackend {
 /// Records a new task if its owner and the store have room. KEYS: the task's key, the
 /// owner's index, the index of all tasks. ARGV: the record (JSON), its expiry (Unix ms, or
 /// empty for none), now (Unix ms), the task id, the cap per owner, the cap in total.
+///
+/// Each index expires with the last of its tasks (it is kept for good only while it holds
+/// one without a ttl): an owner that stops creating tasks, such as a session that ended,
+/// leaves nothing behind once its tasks expired.
 const TASK_CREATE: &str = r#"
 local now = tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
@@ -1109,6 +1113,16 @@ else
 end
 redis.call('ZADD', KEYS[2], score, ARGV[4])
 redis.call('ZADD', KEYS[3], score, ARGV[4])
+for i = 2, 3 do
+  if redis.call('ZCOUNT', KEYS[i], '+inf', '+inf') > 0 then
+    redis.call('PERSIST', KEYS[i])
+  else
+    local last = redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')
+    local px = tonumber(last[2]) - now
+    if px < 1 then px = 1 end
+    redis.call('PEXPIRE', KEYS[i], px)
+  end
+end
 return 'created'
 "#;
 

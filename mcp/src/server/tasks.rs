@@ -260,6 +260,16 @@ impl Server {
                     }
                 };
                 let mut suspended = std::pin::pin!(suspended);
+                // `Always` (no deadline) escalates as soon as the handler's first poll left
+                // it waiting on something other than the client: not through a timer,
+                // which fires at the next tick at the earliest, together with a short wait
+                // of the handler's own, which (polled first) would then ask before the call
+                // became a task.
+                let deadline = async {
+                    if !after.is_zero() {
+                        tokio::time::sleep_until(escalate_at).await;
+                    }
+                };
                 // The handler is polled first, so an ask it makes at once is recorded
                 // before the suspension or the deadline is looked at.
                 let escalate = tokio::select! {
@@ -271,7 +281,7 @@ impl Server {
                             None => Outcome::NeedsInput,
                         });
                     }
-                    _ = tokio::time::sleep_until(escalate_at) => true,
+                    () = deadline => true,
                     _ = tokio::time::sleep_until(started + timeout), if !required => false,
                 };
                 if !escalate {
