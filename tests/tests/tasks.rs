@@ -1209,6 +1209,8 @@ async fn a_contradicting_store_bounds_tasks_result_and_expired_records_are_gone(
         .await
         .unwrap_err();
     assert_eq!(e.code, -32602, "{e:?}");
+}
+
 /// A `required` tool (TaskPolicy::Always) that waits on something other than the client,
 /// however briefly, before it asks is a task by then: the question is one of the task's
 /// input requests, never an input-required round of the call. Found by the cluster soak
