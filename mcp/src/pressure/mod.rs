@@ -45,7 +45,6 @@ use serde_json::json;
 
 use crate::protocol::methods::Method;
 use crate::protocol::{ErrorObject, codes};
-use crate::server::ServerConfig;
 use cgroup::CgroupMemory;
 use watch::{Source, Watch};
 
@@ -60,18 +59,19 @@ pub(crate) struct Admission {
 }
 
 impl Admission {
-    /// The admission `config` asks for: off when its high-water mark is 0, or when no limit
-    /// is given and the process is in no limited cgroup.
-    pub(crate) fn new(config: &ServerConfig) -> Admission {
-        Self::with_root(config, Path::new("/"))
+    /// The admission a server's settings ask for (`ServerConfig::memory_limit`, 0 for the
+    /// cgroup's, and `memory_high_water`, a percentage): off when the mark is 0, or when no
+    /// limit is given and the process is in no limited cgroup.
+    pub(crate) fn new(memory_limit: usize, high_water: usize) -> Admission {
+        Self::with_root(memory_limit, high_water, Path::new("/"))
     }
 
-    fn with_root(config: &ServerConfig, root: &Path) -> Admission {
-        let high = config.memory_high_water as u64;
+    fn with_root(memory_limit: usize, high_water: usize, root: &Path) -> Admission {
+        let high = high_water as u64;
         if high == 0 {
             return Admission::default();
         }
-        let (source, limit) = match config.memory_limit {
+        let (source, limit) = match memory_limit {
             0 => match CgroupMemory::discover(root) {
                 Some(group) => {
                     let limit = group.limit;
@@ -148,18 +148,10 @@ mod tests {
     use super::*;
     use crate::protocol::methods;
 
-    fn config(limit: usize, high: usize) -> ServerConfig {
-        ServerConfig {
-            memory_limit: limit,
-            memory_high_water: high,
-            ..ServerConfig::default()
-        }
-    }
-
     #[test]
     fn under_pressure_new_work_is_refused_and_running_work_goes_on() {
         // An explicit limit of 1 MiB: this process's resident set is always above it.
-        let admission = Admission::new(&config(1 << 20, 90));
+        let admission = Admission::new(1 << 20, 90);
         assert!(admission.marks().is_some());
         for method in [
             methods::TOOLS_CALL,
@@ -194,9 +186,9 @@ mod tests {
 
     #[test]
     fn a_generous_limit_or_a_zero_mark_refuses_nothing() {
-        let roomy = Admission::new(&config(1 << 50, 90));
+        let roomy = Admission::new(1 << 50, 90);
         assert!(roomy.refuses(methods::TOOLS_CALL).is_none());
-        let off = Admission::new(&config(1 << 20, 0));
+        let off = Admission::new(1 << 20, 0);
         assert!(off.marks().is_none());
         assert!(off.refuses(methods::TOOLS_CALL).is_none());
     }
@@ -204,19 +196,19 @@ mod tests {
     #[test]
     fn no_limited_cgroup_and_no_limit_given_is_off() {
         let empty = std::env::temp_dir().join(format!("mcp-no-cgroup-{}", std::process::id()));
-        let admission = Admission::with_root(&config(0, 90), &empty);
+        let admission = Admission::with_root(0, 90, &empty);
         assert!(admission.marks().is_none());
     }
 
     #[test]
     fn servers_with_the_same_setting_share_one_sampler() {
-        let a = Admission::new(&config(3 << 40, 80));
-        let b = Admission::new(&config(3 << 40, 80));
+        let a = Admission::new(3 << 40, 80);
+        let b = Admission::new(3 << 40, 80);
         assert!(Arc::ptr_eq(
             a.watch.as_ref().unwrap(),
             b.watch.as_ref().unwrap()
         ));
-        let c = Admission::new(&config(3 << 40, 70));
+        let c = Admission::new(3 << 40, 70);
         assert!(!Arc::ptr_eq(
             a.watch.as_ref().unwrap(),
             c.watch.as_ref().unwrap()

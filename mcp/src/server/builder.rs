@@ -817,7 +817,10 @@ impl ServerBuilder {
                 self.on_session_end,
             ),
             in_flight: super::InFlight::new(self.config.max_in_flight),
-            admission: crate::pressure::Admission::new(&self.config),
+            admission: crate::pressure::Admission::new(
+                self.config.memory_limit,
+                self.config.memory_high_water,
+            ),
             sealer: match &self.cluster {
                 Some(cluster) => crate::elicit::state::StateSealer::with_store(
                     state_key,
