@@ -311,3 +311,18 @@ fn rand_u64() -> u64 {
     );
     h.finish()
 }
+
+/// What `.ci/scaleout.sh` hands the live tests it runs: the load balancer's URL
+/// (`SCALEOUT_URL`) and its replicas as `(pid, url)` (`SCALEOUT_REPLICAS`, `pid=url,...`).
+pub fn live_replicas() -> (String, Vec<(i32, String)>) {
+    let url = std::env::var("SCALEOUT_URL").expect("SCALEOUT_URL");
+    let replicas = std::env::var("SCALEOUT_REPLICAS")
+        .expect("SCALEOUT_REPLICAS")
+        .split(',')
+        .map(|r| {
+            let (pid, url) = r.split_once('=').expect("<pid>=<url>");
+            (pid.parse().expect("a pid"), url.to_owned())
+        })
+        .collect();
+    (url, replicas)
+}

@@ -213,3 +213,15 @@ impl StdioServer {
             .ok()
     }
 }
+
+/// The resident memory of a process, in KiB (`VmRSS` from `/proc`; 0 once it is gone).
+pub fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}

@@ -672,15 +672,7 @@ async fn listen_streams_hear_changes_raised_on_other_replicas(kind: Kind) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs replicas and a load balancer: run by .ci/scaleout.sh"]
 async fn live_replica_killed_mid_session() {
-    let url = std::env::var("SCALEOUT_URL").expect("SCALEOUT_URL");
-    let replicas: Vec<(i32, String)> = std::env::var("SCALEOUT_REPLICAS")
-        .expect("SCALEOUT_REPLICAS")
-        .split(',')
-        .map(|r| {
-            let (pid, url) = r.split_once('=').expect("<pid>=<url>");
-            (pid.parse().expect("a pid"), url.to_owned())
-        })
-        .collect();
+    let (url, replicas) = mcp_tests::cluster::live_replicas();
     assert!(replicas.len() >= 2, "at least two replicas");
     let mut lb = McpHttp::new(&url);
     lb.initialize("2025-11-25", json!({"elicitation": {}}))
@@ -965,7 +957,7 @@ async fn a_lost_core_task_is_listed_failed(kind: Kind) {
 }
 
 async fn the_task_store_keeps_its_contract(kind: Kind) {
-    use mcp::tasks::{Admission, TaskFlavour, TaskLimits, TaskRecord, TaskStatus};
+    use mcp::tasks::{Admission, TaskLimits, TaskStatus};
     let Some(replicas) = Replicas::start(kind, "task_store_contract").await else {
         return;
     };
@@ -974,25 +966,9 @@ async fn the_task_store_keeps_its_contract(kind: Kind) {
         .tasks()
         .expect("a shared task store")
         .clone();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
-    let record = |id: &str, owner: &str, ttl: Option<u64>| TaskRecord {
-        task_id: format!("{id}-{now}"),
-        owner: owner.into(),
-        replica: None,
-        flavour: TaskFlavour::Extension,
-        tool: "job".into(),
-        status: TaskStatus::Working,
-        status_message: None,
-        created_ms: now,
-        updated_ms: now,
-        ttl_ms: ttl,
-        poll_interval_ms: 1000,
-        result: None,
-        error: None,
-        input_requests: Default::default(),
+    let now = now_ms();
+    let record = |id: &str, owner: &str, ttl: Option<u64>| {
+        working_task(&format!("{id}-{now}"), owner, ttl, now)
     };
     let limits = TaskLimits {
         per_owner: 2,
@@ -1048,14 +1024,46 @@ async fn the_task_store_keeps_its_contract(kind: Kind) {
     assert!(!store.update(&record("never", &owner, None)).await.unwrap());
 }
 
+/// The time now, in Unix milliseconds.
+fn now_ms() -> u64 {
+    u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// A 2026-07-28 task record, `working`, created at `now`.
+fn working_task(id: &str, owner: &str, ttl: Option<u64>, now: u64) -> mcp::tasks::TaskRecord {
+    mcp::tasks::TaskRecord {
+        task_id: id.into(),
+        owner: owner.into(),
+        replica: None,
+        flavour: mcp::tasks::TaskFlavour::Extension,
+        tool: "job".into(),
+        status: mcp::tasks::TaskStatus::Working,
+        status_message: None,
+        created_ms: now,
+        updated_ms: now,
+        ttl_ms: ttl,
+        poll_interval_ms: 1000,
+        result: None,
+        error: None,
+        input_requests: Default::default(),
+    }
+}
+
 /// The task indexes (per owner and in total) expire with the last of their tasks: an owner
 /// that stops creating tasks (a session that ended) leaves no key behind once its tasks
 /// expired, and an index holding a task without a ttl is kept. Found by the cluster soak
 /// (`soak_cluster.rs`): every session that had made a task left its `towner:` index in
 /// Redis for good.
+
 #[tokio::test]
 async fn task_indexes_expire_with_their_tasks_on_redis() {
-    use mcp::tasks::{TaskFlavour, TaskLimits, TaskRecord, TaskStatus};
+    use mcp::tasks::TaskLimits;
     let Some(server) = RedisServer::start("task_indexes_expire") else {
         return;
     };
@@ -1065,26 +1073,8 @@ async fn task_indexes_expire_with_their_tasks_on_redis() {
         .expect("connect to the test redis");
     let cluster = backend.replica();
     let store = cluster.tasks().expect("a shared task store").clone();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
-    let record = |id: &str, owner: &str, ttl: Option<u64>| TaskRecord {
-        task_id: id.into(),
-        owner: owner.into(),
-        replica: None,
-        flavour: TaskFlavour::Extension,
-        tool: "job".into(),
-        status: TaskStatus::Working,
-        status_message: None,
-        created_ms: now,
-        updated_ms: now,
-        ttl_ms: ttl,
-        poll_interval_ms: 1000,
-        result: None,
-        error: None,
-        input_requests: Default::default(),
-    };
+    let now = now_ms();
+    let record = |id: &str, owner: &str, ttl: Option<u64>| working_task(id, owner, ttl, now);
     let limits = TaskLimits {
         per_owner: 10,
         total: 10,

@@ -23,19 +23,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::Semaphore;
 
-const FIXTURE: &str = env!("CARGO_BIN_EXE_fixture");
+use mcp_tests::process::rss_kib;
 
-/// The resident memory of a process, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
-}
+const FIXTURE: &str = env!("CARGO_BIN_EXE_fixture");
 
 /// What a run saw.
 #[derive(Debug, Default)]

@@ -937,16 +937,9 @@ fn ledger_entry(v: &Value) -> Option<(u64, u64)> {
 
 // ---- resident memory ----
 
-/// The resident memory of a process, in KiB (0 once it is gone).
+/// The resident memory of a replica, in KiB (0 once it is gone).
 fn rss_kib(pid: i32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
+    u32::try_from(pid).map_or(0, mcp_tests::process::rss_kib)
 }
 
 /// One sample: seconds since the start, the phase, KiB per replica.
@@ -988,15 +981,7 @@ fn expected_to_stay(key: &str, prefix: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "needs replicas, Redis and a load balancer: run by .ci/scaleout.sh"]
 async fn soak_with_humans_in_the_loop() {
-    let url = std::env::var("SCALEOUT_URL").expect("SCALEOUT_URL");
-    let replicas: Vec<(i32, String)> = std::env::var("SCALEOUT_REPLICAS")
-        .expect("SCALEOUT_REPLICAS")
-        .split(',')
-        .map(|r| {
-            let (pid, url) = r.split_once('=').expect("<pid>=<url>");
-            (pid.parse().expect("a pid"), url.to_owned())
-        })
-        .collect();
+    let (url, replicas) = mcp_tests::cluster::live_replicas();
     let seconds: u64 = env_or("SOAK_SECONDS", "60").parse().expect("SOAK_SECONDS");
     let expiry = Duration::from_secs(env_or("SOAK_EXPIRY_SECONDS", "15").parse().unwrap());
     let redis_url = std::env::var("SOAK_REDIS_URL").ok();
