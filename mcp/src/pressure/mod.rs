@@ -100,6 +100,7 @@ impl Admission {
     }
 
     /// Whether a new session or connection is refused now.
+    #[cfg(feature = "http")]
     pub(crate) fn refuses_connection(&self) -> Option<ErrorObject> {
         self.refuses(crate::protocol::methods::INITIALIZE)
     }
@@ -181,6 +182,7 @@ mod tests {
         ] {
             assert!(admission.refuses(method).is_none(), "{method}");
         }
+        #[cfg(feature = "http")]
         assert!(admission.refuses_connection().is_some());
     }
 
