@@ -89,13 +89,12 @@ impl Admission {
     /// The error refusing a request now, if memory is short and `method` starts new work.
     pub(crate) fn refuses(&self, method: &str) -> Option<ErrorObject> {
         let watch = self.watch.as_ref().filter(|w| w.over())?;
-        if Method::parse(method).is_some_and(continues_work) {
+        let known = Method::parse(method);
+        if known.is_some_and(continues_work) {
             return None;
         }
         #[cfg(feature = "otel")]
-        crate::telemetry::count_pressure_refusal(
-            Method::parse(method).map_or("other", |m| m.spec().name),
-        );
+        crate::telemetry::count_pressure_refusal(known.map_or("other", |m| m.spec().name));
         Some(refusal(watch.used(), watch.limit))
     }
 
