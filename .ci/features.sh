@@ -27,6 +27,12 @@ for features in "${combos[@]}"; do
     --all-targets -- -D warnings
 done
 
+# serde_json's `preserve_order` is turned on for a whole build by any crate that asks for
+# it, and then JSON objects keep insertion order: what the library makes canonical (the
+# audit digest of the arguments) or lists (mirrored headers) must not depend on it.
+echo "--- mcp-guarded's unit tests with serde_json/preserve_order"
+cargo test --quiet -p mcp-guarded --lib --features serde_json/preserve_order
+
 echo "--- a stdio-only server, as built by a user"
 # The bench workspace has its own lock file; its own target directory keeps the shared
 # one's artifacts from being invalidated by different dependency versions.

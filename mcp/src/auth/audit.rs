@@ -78,7 +78,6 @@ pub type AuditSink = Arc<dyn Fn(&AuditEvent) + Send + Sync>;
 
 /// SHA-256 hex of a JSON value in canonical form (object keys sorted, no whitespace).
 pub(crate) fn digest_json(value: &serde_json::Value) -> String {
-    // serde_json's Map is ordered by key (no `preserve_order`), so this is canonical.
     // Serialized straight into the hash: no copy of the arguments is made.
     struct Hashing(Sha256);
     impl std::io::Write for Hashing {
@@ -92,8 +91,47 @@ pub(crate) fn digest_json(value: &serde_json::Value) -> String {
     }
     let mut hashing = Hashing(Sha256::new());
     // Writing a Value into a hash cannot fail.
-    let _ = serde_json::to_writer(&mut hashing, value);
+    let _ = serde_json::to_writer(&mut hashing, &Canonical(value));
     hex(&hashing.0.finalize())
+}
+
+/// A JSON value serialized with every object's keys in order, whatever order its map keeps:
+/// serde_json's `preserve_order` feature (which any crate in a build can turn on for all of
+/// it) keeps insertion order, and two clients sending the same arguments in another order
+/// must get the same digest.
+struct Canonical<'a>(&'a serde_json::Value);
+
+impl serde::Serialize for Canonical<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        use serde_json::Value;
+        match self.0 {
+            Value::Object(map) => {
+                let mut out = serializer.serialize_map(Some(map.len()))?;
+                if map.keys().is_sorted() {
+                    // The usual case (a sorted map): no copy of the entries.
+                    for (key, value) in map {
+                        out.serialize_entry(key, &Canonical(value))?;
+                    }
+                } else {
+                    let mut entries: Vec<_> = map.iter().collect();
+                    entries.sort_unstable_by_key(|(key, _)| key.as_str());
+                    for (key, value) in entries {
+                        out.serialize_entry(key, &Canonical(value))?;
+                    }
+                }
+                out.end()
+            }
+            Value::Array(items) => {
+                let mut out = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    out.serialize_element(&Canonical(item))?;
+                }
+                out.end()
+            }
+            scalar => scalar.serialize(serializer),
+        }
+    }
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
@@ -166,5 +204,21 @@ mod tests {
             let value: serde_json::Value = serde_json::from_str(text).unwrap();
             assert_eq!(digest_json(&value), expected, "{text}");
         }
+    }
+
+    /// A map that keeps insertion order (serde_json's `preserve_order`, which any crate in
+    /// the build can turn on) is still digested with its keys sorted, at every depth.
+    #[test]
+    fn the_digest_sorts_keys_a_map_keeps_in_insertion_order() {
+        let expected = hex(&Sha256::digest(br#"{"a":"x","b":[1,{"c":null,"d":2.5}]}"#));
+        let inner = serde_json::Map::from_iter([
+            ("d".to_owned(), serde_json::json!(2.5)),
+            ("c".to_owned(), serde_json::Value::Null),
+        ]);
+        let outer = serde_json::Map::from_iter([
+            ("b".to_owned(), serde_json::json!([1, inner])),
+            ("a".to_owned(), serde_json::json!("x")),
+        ]);
+        assert_eq!(digest_json(&serde_json::Value::Object(outer)), expected);
     }
 }

@@ -212,6 +212,9 @@ pub(crate) fn header_params(schema: &Value) -> Vec<HeaderParam> {
     }
     let mut out = Vec::new();
     walk(schema, &mut Vec::new(), &mut out);
+    // In path order whatever order the schema's maps keep (serde_json's `preserve_order`),
+    // so the first mismatch named is the same in every build.
+    out.sort_by(|a, b| a.path.cmp(&b.path));
     out
 }
 
