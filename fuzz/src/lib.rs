@@ -219,19 +219,30 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 }
 
 /// Every id a frame carries (of the message, or of each batch element), as JSON values.
+///
+/// A frame can be JSON by the grammar and still not a `serde_json::Value`: a `\\u` escape
+/// of a lone surrogate (`"\\udcc1"`) is grammatical (RFC 8259 section 8.2 leaves its meaning
+/// to the reader), and the server, which skips members it does not use without decoding
+/// their strings, answers such a request. Its id is read the same way then: every other
+/// member skipped.
 pub fn ids_in(frame: &[u8], into: &mut HashSet<String>) {
-    let Ok(value) = serde_json::from_slice::<Value>(frame) else {
-        return;
-    };
-    let items = match value {
-        Value::Array(items) => items,
-        other => vec![other],
-    };
-    for item in items {
-        if let Some(id) = item.get("id") {
-            into.insert(id.to_string());
-        }
+    /// A message's id, every other member skipped undecoded.
+    #[derive(Deserialize)]
+    struct IdOnly {
+        #[serde(default)]
+        id: Option<Value>,
     }
+    let ids: Vec<Option<Value>> = match serde_json::from_slice::<Value>(frame) {
+        Ok(Value::Array(items)) => items.into_iter().map(|i| i.get("id").cloned()).collect(),
+        Ok(other) => vec![other.get("id").cloned()],
+        Err(_) => match serde_json::from_slice::<IdOnly>(frame) {
+            Ok(one) => vec![one.id],
+            Err(_) => serde_json::from_slice::<Vec<IdOnly>>(frame)
+                .map(|items| items.into_iter().map(|i| i.id).collect())
+                .unwrap_or_default(),
+        },
+    };
+    into.extend(ids.into_iter().flatten().map(|id| id.to_string()));
 }
 
 /// Checks one message the server wrote: a JSON-RPC 2.0 object (or, for a batch reply, an
