@@ -119,3 +119,14 @@ pub fn redis_session_record(
 pub fn redis_value<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, String> {
     crate::cluster::redis::parse_json(text, what).map_err(|e| e.to_string())
 }
+
+/// The audit digest of a call's arguments sent as `text`, both ways the server can take
+/// it: over the text itself when it is already canonical (`None` when it is not), and
+/// over the value parsed from it (the text's value, or `null` if it is not JSON).
+pub fn argument_digests(text: &str) -> (Option<String>, String) {
+    let value = serde_json::from_str(text).unwrap_or(Value::Null);
+    (
+        crate::auth::audit::digest_canonical_text(text),
+        crate::auth::audit::digest_json(&value),
+    )
+}

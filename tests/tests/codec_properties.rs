@@ -1,11 +1,12 @@
 //! Property tests of the codecs (issue 21): the JSON-RPC envelope decoder agrees with a
 //! reference decoder written over `serde_json::Value` on arbitrary frames, what the encoders
 //! write decodes back to what was encoded, and a sealed `requestState` opens only what was
-//! sealed, only for the call it was sealed for.
+//! sealed, only for the call it was sealed for; the audit digest taken over canonical text
+//! as sent is the digest of its value, and text that is not canonical is never taken for it.
 
 use std::sync::Arc;
 
-use mcp::fuzzing::SealedStates;
+use mcp::fuzzing::{SealedStates, argument_digests};
 use mcp::protocol::jsonrpc::{
     DecodeError, ErrorObject, Incoming, Message, RequestId, decode, encode_error,
     encode_notification, encode_request, encode_result,
@@ -130,6 +131,66 @@ fn any_json() -> impl Strategy<Value = Value> {
                 .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
+}
+
+/// A value of what the digest's fast path takes as it is: integers of at most 17 digits,
+/// strings needing no escape (non-ASCII included).
+fn plain_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        (-99_999_999_999_999_999i64..=99_999_999_999_999_999).prop_map(Value::from),
+        "[a-zA-Z0-9 _.é🦀-]{0,8}".prop_map(Value::from),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map("[a-zé]{1,6}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// The text of a value as clients write it: compact, pretty, with the keys of every
+/// object reversed, or with a character of the compact text escaped or spaced.
+fn written(value: &Value) -> impl Strategy<Value = String> + use<> {
+    fn reversed(v: &Value) -> String {
+        match v {
+            Value::Object(m) => {
+                let members: Vec<String> = m
+                    .iter()
+                    .rev()
+                    .map(|(k, v)| format!("{}:{}", Value::from(k.as_str()), reversed(v)))
+                    .collect();
+                format!("{{{}}}", members.join(","))
+            }
+            Value::Array(items) => {
+                let items: Vec<String> = items.iter().map(reversed).collect();
+                format!("[{}]", items.join(","))
+            }
+            other => other.to_string(),
+        }
+    }
+    let compact = value.to_string();
+    let pretty = serde_json::to_string_pretty(value).expect("a value serializes");
+    let reordered = reversed(value);
+    let len = compact.len();
+    prop_oneof![
+        Just(compact.clone()),
+        Just(pretty),
+        Just(reordered),
+        (
+            0..=len,
+            prop::sample::select(vec![" ", "\\/", "0", "-", ".0", "\\u0041"])
+        )
+            .prop_map(move |(at, insert)| {
+                let at = (0..=at)
+                    .rev()
+                    .find(|&i| compact.is_char_boundary(i))
+                    .unwrap_or(0);
+                format!("{}{}{}", &compact[..at], insert, &compact[at..])
+            }),
+    ]
 }
 
 /// A member's value: usually the right kind, sometimes anything.
@@ -322,5 +383,24 @@ proptest! {
         prop_assert_eq!(opened.approved, approved);
         // And only once.
         prop_assert!(sealer.open(&state, &target, &digest, principal.as_deref()).is_err());
+    }
+
+    #[test]
+    fn the_digest_over_canonical_text_is_the_digest_of_its_value(
+        text in any_json().prop_flat_map(|v| written(&v)),
+    ) {
+        let (fast, parsed) = argument_digests(&text);
+        if let Some(fast) = fast {
+            prop_assert_eq!(fast, parsed, "text: {}", text);
+        }
+    }
+
+    /// The compact text of a value made of what the fast path takes (integers that fit,
+    /// strings without escapes) is taken as it is.
+    #[test]
+    fn compact_text_of_plain_values_takes_the_fast_path(value in plain_json()) {
+        let text = value.to_string();
+        let (fast, parsed) = argument_digests(&text);
+        prop_assert_eq!(fast, Some(parsed), "text: {}", text);
     }
 }

@@ -95,6 +95,15 @@ pub(crate) fn digest_json(value: &serde_json::Value) -> String {
     hex(&hashing.0.finalize())
 }
 
+/// SHA-256 hex of JSON text that is already canonical ([`is_canonical`]), taken over the
+/// text itself: the digest [`digest_json`] gives the value it holds, without parsing it.
+/// `None` when the text is not canonical (take the `Value` path).
+///
+/// [`is_canonical`]: super::canonical::is_canonical
+pub(crate) fn digest_canonical_text(text: &str) -> Option<String> {
+    super::canonical::is_canonical(text).then(|| hex(&Sha256::digest(text.as_bytes())))
+}
+
 /// A JSON value serialized with every object's keys in order, whatever order its map keeps:
 /// serde_json's `preserve_order` feature (which any crate in a build can turn on for all of
 /// it) keeps insertion order, and two clients sending the same arguments in another order
@@ -204,6 +213,24 @@ mod tests {
             let value: serde_json::Value = serde_json::from_str(text).unwrap();
             assert_eq!(digest_json(&value), expected, "{text}");
         }
+    }
+
+    /// Canonical text is digested as it is, and to what its value digests to.
+    #[test]
+    fn canonical_text_digests_as_its_value() {
+        for text in [
+            r#"{"a":"x","b":[1,{"c":null,"d":-2}]}"#,
+            r#"{"text":"hello"}"#,
+            "{}",
+        ] {
+            let value: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert_eq!(
+                digest_canonical_text(text),
+                Some(digest_json(&value)),
+                "{text}"
+            );
+        }
+        assert_eq!(digest_canonical_text(r#"{"b":1,"a":2}"#), None);
     }
 
     /// A map that keeps insertion order (serde_json's `preserve_order`, which any crate in

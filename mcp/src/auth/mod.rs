@@ -25,6 +25,7 @@ pub(crate) mod audit;
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod bearer;
 mod builtins;
+mod canonical;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod deployment;
@@ -385,6 +386,18 @@ impl<'a> AuthRequest<'a> {
             ArgsSource::Raw(raw) => serde_json::from_str(raw).unwrap_or(Value::Null),
             ArgsSource::Value(v) => v.clone(),
         })
+    }
+
+    /// The canonical digest of the arguments (what the audit records and sealed state is
+    /// bound to): over the text the client sent when that is already canonical, which
+    /// spares parsing it; otherwise over the parsed arguments.
+    pub(crate) fn argument_digest(&self) -> String {
+        if let ArgsSource::Raw(raw) = &self.args
+            && let Some(digest) = audit::digest_canonical_text(raw)
+        {
+            return digest;
+        }
+        audit::digest_json(self.arguments())
     }
 
     /// The arguments decoded into `T`, or the error a model would read for them.

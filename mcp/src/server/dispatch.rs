@@ -548,7 +548,7 @@ impl Server {
                 conn_id: request.context().conn_id().clone(),
                 transport: request.context().transport(),
                 subject: request.context().principal().map(|p| p.subject.clone()),
-                argument_digest: crate::auth::audit::digest_json(request.arguments()),
+                argument_digest: request.argument_digest(),
                 decision: decision.kind(),
                 detail,
                 outcome,

@@ -12,7 +12,6 @@ use serde_json::value::RawValue;
 
 use super::compat;
 use super::dispatch::{Failure, Outcome, Scope, parse_params, progress_token, run_handler};
-use super::stateless::args_digest;
 use super::tasks::{TaskPlan, TaskStarted};
 use super::{Reply, Server};
 use crate::auth::{
@@ -153,7 +152,7 @@ impl Server {
         let binding = scope.caller.stateless.as_ref().map(|_| Binding {
             method: methods::TOOLS_CALL.to_owned(),
             target: p.name.clone().into_owned(),
-            args_digest: args_digest(request.arguments()),
+            args_digest: request.argument_digest(),
             principal: scope.caller.subject(),
         });
         // Whether it may be a task is settled before anyone is asked about it.
