@@ -171,6 +171,20 @@ def main():
     no_state = modern(2, "tools/call", {"name": "spend", "arguments": {}, "inputResponses": {"mcp.approve": ok}})
     write("elicitation_answer", "m-no-state", "\x02" + line(no_state))
 
+    # Argument texts for the audit digest: canonical ones (taken as sent) and near misses.
+    for name, text in [
+        ("canonical", '{"a":1,"b":[true,null,{"c":"x"}],"bb":{}}'),
+        ("canonical-text", '{"text":"hello été 🦀"}'),
+        ("unsorted", '{"b":1,"a":2}'),
+        ("duplicate", '{"a":1,"a":2}'),
+        ("spaced", '{"a": 1}'),
+        ("escaped", '{"a":"\\u0041\\/"}'),
+        ("float", '{"a":1.0,"b":1e3,"c":-0}'),
+        ("big", '{"a":12345678901234567890}'),
+        ("surrogate", '{"a":"\\udcc1"}'),
+    ]:
+        write("argument_digest", name, text)
+
     # Sealed states: mode byte, then a forged state, mutations, or another binding.
     write("request_state", "forged", b"\x00e30.AAAA")
     write("request_state", "forged-empty", b"\x00.")
