@@ -218,6 +218,20 @@ impl Nginx {
         std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
     }
 
+    /// The access log once `complete` holds for it, or as it is after 5 s: nginx writes a
+    /// request's line after its response has gone out, so a client that has read every
+    /// answer can still be ahead of the log.
+    pub async fn access_log_when(&self, complete: impl Fn(&[Logged]) -> bool) -> Vec<Logged> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            let log = self.access_log();
+            if complete(&log) || std::time::Instant::now() >= deadline {
+                return log;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     /// Every request it finished so far (a stream is logged when it ends).
     pub fn access_log(&self) -> Vec<Logged> {
         std::fs::read_to_string(self.dir.join("access.log"))

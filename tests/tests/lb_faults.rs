@@ -17,7 +17,7 @@ use futures::future::join_all;
 use mcp::cluster::HEARTBEAT_TTL;
 use mcp_tests::cluster::{Cluster, Options};
 use mcp_tests::http::{McpHttp, SseEvent, SseReader, StatelessHttp};
-use mcp_tests::nginx::Balancer;
+use mcp_tests::nginx::{Balancer, Logged};
 use mcp_tests::{call_params as call, response_text as text};
 use reqwest::{RequestBuilder, Response, StatusCode};
 use serde_json::{Value, json};
@@ -327,7 +327,11 @@ async fn a_post_a_dying_replica_received_gets_502_and_is_never_resent() {
     );
     // nginx did not send them to another replica: each 502 names only the dead one.
     let dead = c.replica_addr(1);
-    let log = c.nginx().access_log();
+    let errors = |log: &[Logged]| log.iter().filter(|l| l.status == 502).count();
+    let log = c
+        .nginx()
+        .access_log_when(|log| errors(log) >= lost.len())
+        .await;
     let bad: Vec<_> = log.iter().filter(|l| l.status == 502).collect();
     assert_eq!(bad.len(), lost.len(), "{log:?}");
     assert!(
