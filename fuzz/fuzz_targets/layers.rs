@@ -82,7 +82,7 @@ struct Scripted;
 impl Layer for Scripted {
     fn on_request<'a>(&'a self, req: &'a Request<'a>, next: Next<'a>) -> Pending<'a> {
         match next_byte() % 8 {
-            0 | 1 | 2 => next.run(req),
+            0..=2 => next.run(req),
             3 => Pending::ready(req.refuse(ErrorObject::new(
                 -32000 - i32::from(next_byte() % 100),
                 script_text(),
@@ -113,7 +113,7 @@ impl Layer for Scripted {
     }
 
     fn on_answer(&self, req: &Request<'_>, answer: Answer) -> Answer {
-        if next_byte() % 8 == 0 {
+        if next_byte().is_multiple_of(8) {
             req.answer(&script_value(1))
         } else {
             answer
@@ -212,7 +212,10 @@ fn size_limit_bounds_everything(order: u8) -> bool {
     matches!(order % 4, 0 | 3)
 }
 
-const METHODS: [(&str, fn() -> Value); 6] = [
+/// A method and a maker of its params.
+type Call = (&'static str, fn() -> Value);
+
+const METHODS: [Call; 6] = [
     ("tools/list", || json!({})),
     ("tools/call", || json!({"name": "open", "arguments": {}})),
     (
@@ -246,7 +249,7 @@ fuzz_target!(|data: &[u8]| {
                 let (sink, rx) = Outbound::channel(256);
                 outs.push(rx);
                 let conn = server.connect(
-                    ConnId::new(&format!("layers-{i}-{era:?}")),
+                    ConnId::new(format!("layers-{i}-{era:?}")),
                     Transport::Http,
                     sink,
                 );

@@ -43,7 +43,7 @@ const OTHER_NAMES: [&str; 8] = [
 fn value(p: &mut Program<'_>, depth: u8) -> Value {
     match p.byte().unwrap_or(0) % 8 {
         0 => Value::Null,
-        1 => json!(p.byte().unwrap_or(0) % 2 == 0),
+        1 => json!(p.byte().unwrap_or(0).is_multiple_of(2)),
         2 => json!(i64::from(p.byte().unwrap_or(0)) - 128),
         3 => json!(f64::from(p.byte().unwrap_or(0)) / 3.0),
         4 => json!(p.text(16)),
@@ -146,7 +146,7 @@ fuzz_target!(|data: &[u8]| {
         for i in 0..4 {
             let (sink, rx) = Outbound::channel(256);
             out.push(rx);
-            conns.push(server.connect(ConnId::new(&format!("table-{i}")), Transport::Http, sink));
+            conns.push(server.connect(ConnId::new(format!("table-{i}")), Transport::Http, sink));
         }
         let init = Message::request(0, "initialize", good_params(Method::Initialize));
         conns[0].handle(init).await.expect("initialize answers");
