@@ -116,36 +116,42 @@ fn reading_of(m: Result<Message, DecodeError>) -> Reading {
 
 /// Any JSON value, a few levels deep.
 fn any_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        (-1e6f64..1e6).prop_map(Value::from),
-        "[ -~]{0,8}|\\PC{0,4}".prop_map(Value::from),
-    ];
-    leaf.prop_recursive(3, 24, 4, |inner| {
+    nested(
         prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::btree_map("[a-z]{1,6}", inner, 0..4)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            (-1e6f64..1e6).prop_map(Value::from),
+            "[ -~]{0,8}|\\PC{0,4}".prop_map(Value::from),
+        ],
+        "[a-z]{1,6}",
+    )
 }
 
 /// A value of what the digest's fast path takes as it is: integers of at most 17 digits,
 /// strings needing no escape (non-ASCII included).
 fn plain_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        (-99_999_999_999_999_999i64..=99_999_999_999_999_999).prop_map(Value::from),
-        "[a-zA-Z0-9 _.é🦀-]{0,8}".prop_map(Value::from),
-    ];
-    leaf.prop_recursive(3, 24, 4, |inner| {
+    nested(
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-99_999_999_999_999_999i64..=99_999_999_999_999_999).prop_map(Value::from),
+            "[a-zA-Z0-9 _.é🦀-]{0,8}".prop_map(Value::from),
+        ],
+        "[a-zé]{1,6}",
+    )
+}
+
+/// Arrays and objects (keys matching `keys`) of `leaf` values, a few levels deep.
+fn nested(
+    leaf: impl Strategy<Value = Value> + 'static,
+    keys: &'static str,
+) -> impl Strategy<Value = Value> {
+    leaf.prop_recursive(3, 24, 4, move |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::btree_map("[a-zé]{1,6}", inner, 0..4)
+            prop::collection::btree_map(keys, inner, 0..4)
                 .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
