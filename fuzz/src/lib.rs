@@ -226,21 +226,32 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 /// their strings, answers such a request. Its id is read the same way then: every other
 /// member skipped.
 pub fn ids_in(frame: &[u8], into: &mut HashSet<String>) {
+    use serde_json::value::RawValue;
     /// A message's id, every other member skipped undecoded.
     #[derive(Deserialize)]
-    struct IdOnly {
-        #[serde(default)]
-        id: Option<Value>,
+    struct IdOnly<'a> {
+        #[serde(default, borrow)]
+        id: Option<&'a RawValue>,
     }
-    let ids: Vec<Option<Value>> = match serde_json::from_slice::<Value>(frame) {
-        Ok(Value::Array(items)) => items.into_iter().map(|i| i.get("id").cloned()).collect(),
-        Ok(other) => vec![other.get("id").cloned()],
-        Err(_) => match serde_json::from_slice::<IdOnly>(frame) {
-            Ok(one) => vec![one.id],
-            Err(_) => serde_json::from_slice::<Vec<IdOnly>>(frame)
-                .map(|items| items.into_iter().map(|i| i.id).collect())
-                .unwrap_or_default(),
-        },
+    /// The id of one message, read as the server reads it: from the message as a whole
+    /// when it is a `Value`, else from its `id` member alone.
+    fn id_of(message: &str) -> Option<Value> {
+        match serde_json::from_str::<Value>(message) {
+            Ok(value) => value.get("id").cloned(),
+            Err(_) => serde_json::from_str::<IdOnly>(message)
+                .ok()?
+                .id
+                .and_then(|raw| serde_json::from_str(raw.get()).ok()),
+        }
+    }
+    let Ok(text) = std::str::from_utf8(frame) else {
+        return;
+    };
+    // A batch is read element by element: one element a `Value` cannot hold (a number
+    // beyond f64, say) leaves the others' ids readable, as it does for the server.
+    let ids: Vec<Option<Value>> = match serde_json::from_str::<Vec<&RawValue>>(text) {
+        Ok(items) => items.iter().map(|item| id_of(item.get())).collect(),
+        Err(_) => vec![id_of(text)],
     };
     into.extend(ids.into_iter().flatten().map(|id| id.to_string()));
 }
