@@ -281,6 +281,9 @@ pub struct AuthRequest<'a> {
     tool: Option<&'a ToolDef>,
     args: ArgsSource<'a>,
     parsed: OnceLock<Value>,
+    /// The arguments' canonical digest, once worked out (a 2026-07-28 call binds its state
+    /// to it and the audit records it: hashed once for both).
+    digest: OnceLock<String>,
     /// The arguments decoded into the tool's own type, when the server decoded them before
     /// asking (a typed tool, arguments that fit).
     decoded: Option<Decoded>,
@@ -314,6 +317,7 @@ impl<'a> AuthRequest<'a> {
             tool,
             args,
             parsed: OnceLock::new(),
+            digest: OnceLock::new(),
             decoded: None,
             context,
             channel: None,
@@ -392,12 +396,13 @@ impl<'a> AuthRequest<'a> {
     /// bound to): over the text the client sent when that is already canonical, which
     /// spares parsing it; otherwise over the parsed arguments.
     pub(crate) fn argument_digest(&self) -> String {
-        if let ArgsSource::Raw(raw) = &self.args
-            && let Some(digest) = audit::digest_canonical_text(raw)
-        {
-            return digest;
-        }
-        audit::digest_json(self.arguments())
+        self.digest
+            .get_or_init(|| match &self.args {
+                ArgsSource::Raw(raw) => audit::digest_canonical_text(raw)
+                    .unwrap_or_else(|| audit::digest_json(self.arguments())),
+                ArgsSource::Value(_) => audit::digest_json(self.arguments()),
+            })
+            .clone()
     }
 
     /// The arguments decoded into `T`, or the error a model would read for them.
