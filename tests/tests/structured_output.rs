@@ -60,7 +60,10 @@ async fn call(c: &mut TestClient, version: &str, name: &str, args: Value) -> Val
 async fn output_schema(c: &mut TestClient, name: &str) -> Value {
     let tools = c.list_tools().await.unwrap();
     let tool = tools.iter().find(|t| t.name == name).expect("listed");
-    tool.output_schema.clone().expect("an outputSchema")
+    tool.output_schema
+        .as_ref()
+        .expect("an outputSchema")
+        .to_value()
 }
 
 #[tokio::test]

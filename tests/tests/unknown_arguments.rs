@@ -80,7 +80,7 @@ async fn call(c: &mut TestClient, name: &str, arguments: Value) -> Value {
 async fn input_schema(c: &mut TestClient, name: &str) -> Value {
     let tools = c.list_tools().await.unwrap();
     let tool = tools.iter().find(|t| t.name == name).expect("listed");
-    (*tool.input_schema).clone()
+    tool.input_schema.to_value()
 }
 
 fn assert_refused(result: &Value, message: &str) {

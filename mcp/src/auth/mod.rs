@@ -481,7 +481,7 @@ where
     }
     match schema {
         Some(schema) => schema.parse::<T>(text),
-        None => ArgsSchema::new(Arc::new(Value::Null)).parse::<T>(text),
+        None => ArgsSchema::from_value(&Value::Null).parse::<T>(text),
     }
     .map(Arc::new)
 }

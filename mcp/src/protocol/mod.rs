@@ -17,6 +17,7 @@ mod prompts;
 mod reply;
 mod resources;
 mod stateless;
+mod tool_schema;
 mod tools;
 mod version;
 
@@ -32,6 +33,7 @@ pub use prompts::*;
 pub use reply::Reply;
 pub use resources::*;
 pub use stateless::*;
+pub use tool_schema::ToolSchema;
 pub use tools::*;
 pub use version::*;
 

@@ -1,12 +1,10 @@
 //! Tools: definitions, calls and results.
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::{ContentBlock, Icon, Meta};
+use super::{ContentBlock, Icon, Meta, ToolSchema};
 
 /// Hints about a tool's behaviour. Clients treat them as untrusted; this framework treats
 /// `destructiveHint: true` as a demand for authorization (see [`crate::auth`]).
@@ -54,14 +52,14 @@ pub struct Tool {
     /// What the tool does, for the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// The JSON Schema of the arguments, kept verbatim (shared with the [`ToolDef`] that
+    /// The JSON Schema of the arguments, as compact text (shared with the [`ToolDef`] that
     /// checks calls against it, and with every tool whose arguments have the same type).
     ///
     /// [`ToolDef`]: crate::registry::ToolDef
-    pub input_schema: Arc<Value>,
+    pub input_schema: ToolSchema,
     /// The JSON Schema of `structuredContent`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
+    pub output_schema: Option<ToolSchema>,
     /// Behaviour hints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<ToolAnnotations>,

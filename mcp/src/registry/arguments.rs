@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::unknown::deserialize_checked;
+use crate::protocol::ToolSchema;
 
 /// The raw arguments of one tool call, with the tool's input schema for error messages.
 #[derive(Clone, Debug)]
@@ -31,18 +32,19 @@ pub struct ToolArgs {
 }
 
 impl ToolArgs {
-    /// Wraps raw arguments (absent arguments decode as `{}`).
-    pub fn new(raw: Option<Box<RawValue>>, schema: Arc<Value>) -> Self {
-        Self::from_json_text(raw.map(|r| Arc::from(r.get())), schema)
+    /// Wraps raw arguments (absent arguments decode as `{}`), with the input schema that
+    /// explains a failure to decode them.
+    pub fn new(raw: Option<Box<RawValue>>, schema: impl Into<ToolSchema>) -> Self {
+        Self::from_json_text(raw.map(|r| Arc::from(r.get())), schema.into())
     }
 
     /// Wraps raw arguments already shared with the authorization seam.
-    pub fn shared(raw: Option<Arc<RawValue>>, schema: Arc<Value>) -> Self {
-        Self::from_json_text(raw.map(|r| Arc::from(r.get())), schema)
+    pub fn shared(raw: Option<Arc<RawValue>>, schema: impl Into<ToolSchema>) -> Self {
+        Self::from_json_text(raw.map(|r| Arc::from(r.get())), schema.into())
     }
 
     /// Wraps the JSON text of arguments taken from a valid JSON document.
-    fn from_json_text(raw: Option<Arc<str>>, schema: Arc<Value>) -> Self {
+    fn from_json_text(raw: Option<Arc<str>>, schema: ToolSchema) -> Self {
         Self::with_schema(raw, ArgsSchema::new(schema))
     }
 
@@ -132,21 +134,33 @@ pub(crate) fn json_text(raw: Option<&str>) -> &str {
 /// of the arguments it accepts (checked on every call).
 #[derive(Clone, Debug)]
 pub(crate) struct ArgsSchema {
-    schema: Arc<Value>,
+    schema: ToolSchema,
     accepted: Option<Arc<[Box<str>]>>,
 }
 
 impl ArgsSchema {
-    pub(crate) fn new(schema: Arc<Value>) -> Self {
-        let accepted =
-            (schema.get("additionalProperties") == Some(&Value::Bool(false))).then(|| {
-                schema
-                    .get("properties")
-                    .and_then(Value::as_object)
-                    .map(|p| p.keys().map(|k| Box::from(k.as_str())).collect())
-                    .unwrap_or_default()
-            });
+    /// From a schema kept as text (read once, to find the accepted names).
+    pub(crate) fn new(schema: ToolSchema) -> Self {
+        let accepted = Self::accepted(&schema.to_value());
         ArgsSchema { schema, accepted }
+    }
+
+    /// From a schema as a value, which is then kept as text.
+    pub(crate) fn from_value(schema: &Value) -> Self {
+        ArgsSchema {
+            accepted: Self::accepted(schema),
+            schema: ToolSchema::new(schema),
+        }
+    }
+
+    fn accepted(schema: &Value) -> Option<Arc<[Box<str>]>> {
+        (schema.get("additionalProperties") == Some(&Value::Bool(false))).then(|| {
+            schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|p| p.keys().map(|k| Box::from(k.as_str())).collect())
+                .unwrap_or_default()
+        })
     }
 
     /// The schema generated for `A` ([`input_schema_for`](crate::schema::input_schema_for)),
@@ -160,7 +174,7 @@ impl ArgsSchema {
         }
         // Generated outside the lock; two threads racing for a new type both generate it
         // and the first stored is kept.
-        let schema = ArgsSchema::new(Arc::new(crate::schema::input_schema_for::<A>()));
+        let schema = ArgsSchema::from_value(&crate::schema::input_schema_for::<A>());
         by_type
             .lock()
             .entry(TypeId::of::<A>())
@@ -168,8 +182,8 @@ impl ArgsSchema {
             .clone()
     }
 
-    /// The schema as given.
-    pub(crate) fn value(&self) -> &Arc<Value> {
+    /// The schema as given, as text.
+    pub(crate) fn schema(&self) -> &ToolSchema {
         &self.schema
     }
 
@@ -184,7 +198,7 @@ impl ArgsSchema {
 /// input schema; with `accepted`, refusing every argument not named there.
 pub(crate) fn parse_text<T: DeserializeOwned>(
     text: &str,
-    schema: &Value,
+    schema: &ToolSchema,
     accepted: Option<&[Box<str>]>,
 ) -> Result<T, ArgumentError> {
     if !text.starts_with('{') {
@@ -223,7 +237,7 @@ pub(crate) fn parse_text<T: DeserializeOwned>(
             let inner = e.into_inner();
             let args = serde_json::from_str(text).unwrap_or(Value::Null);
             Err(ArgumentError {
-                message: explain(&path, &inner, &args, schema),
+                message: explain(&path, &inner, &args, &schema.to_value()),
             })
         }
     }
@@ -562,7 +576,7 @@ mod tests {
             "properties": {"a": {"type": "integer"}, "b": {"type": "integer", "minimum": 0}},
             "required": ["a", "b"]
         });
-        ToolArgs::new(Some(crate::protocol::jsonrpc::to_raw(&v)), Arc::new(schema))
+        ToolArgs::new(Some(crate::protocol::jsonrpc::to_raw(&v)), schema)
     }
 
     #[test]
@@ -613,7 +627,7 @@ mod tests {
             Some(crate::protocol::jsonrpc::to_raw(
                 &json!({"items": [{"n": 1}, {"n": true}]}),
             )),
-            Arc::new(schema),
+            schema,
         );
         let e = a.parse::<Outer>().unwrap_err();
         assert_eq!(
@@ -628,7 +642,7 @@ mod tests {
             "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
             "additionalProperties": false
         });
-        ToolArgs::new(Some(crate::protocol::jsonrpc::to_raw(&v)), Arc::new(schema))
+        ToolArgs::new(Some(crate::protocol::jsonrpc::to_raw(&v)), schema)
     }
 
     #[test]
@@ -691,7 +705,7 @@ mod tests {
     fn absent_arguments_decode_as_empty_object() {
         #[derive(Deserialize)]
         struct None_ {}
-        let a = ToolArgs::new(None, Arc::new(json!({"type": "object"})));
+        let a = ToolArgs::new(None, json!({"type": "object"}));
         assert!(a.parse::<None_>().is_ok());
         assert_eq!(a.raw_json(), "{}");
     }

@@ -114,7 +114,7 @@ impl<T: Serialize> IntoToolResult for Json<T> {
 ///
 /// # fn main() {
 /// let def = <forecast as mcp::macros_support::ToolFactory>::def();
-/// assert_eq!(def.tool().output_schema.as_ref().unwrap()["properties"]["rain"]["type"], "boolean");
+/// assert_eq!(def.tool().output_schema.as_ref().unwrap().to_value()["properties"]["rain"]["type"], "boolean");
 /// # }
 /// ```
 #[derive(Clone, Debug, PartialEq)]

@@ -14,7 +14,7 @@ use super::BoxFuture;
 use super::arguments::{ArgsSchema, ArgumentError, Decoded, ToolArgs, json_text};
 use super::output::IntoToolResult;
 use crate::context::Ctx;
-use crate::protocol::{CallToolResult, Icon, Tool, ToolAnnotations};
+use crate::protocol::{CallToolResult, Icon, Tool, ToolAnnotations, ToolSchema};
 use crate::schema::output_schema_for;
 
 /// Runs a tool. Implemented for closures `Fn(Ctx, ToolArgs) -> impl Future<Output = R>`
@@ -103,7 +103,7 @@ impl ToolDef {
         Self::with_args_schema(
             name,
             description,
-            ArgsSchema::new(Arc::new(input_schema)),
+            ArgsSchema::from_value(&input_schema),
             handler,
         )
     }
@@ -122,7 +122,7 @@ impl ToolDef {
                 name: name.into(),
                 title: None,
                 description: Some(description.into()),
-                input_schema: Arc::clone(schema.value()),
+                input_schema: schema.schema().clone(),
                 output_schema: None,
                 annotations: None,
                 icons: None,
@@ -161,7 +161,7 @@ impl ToolDef {
     ///     args.a + args.b
     /// });
     /// assert_eq!(add.name(), "add");
-    /// assert_eq!(add.input_schema()["additionalProperties"], false);
+    /// assert_eq!(add.input_schema().get("additionalProperties"), Some(false.into()));
     /// ```
     pub fn from_fn<A, F, Fut, R>(
         name: impl Into<String>,
@@ -204,12 +204,14 @@ impl ToolDef {
     /// assert!(search.input_schema().get("additionalProperties").is_none());
     /// ```
     pub fn allow_unknown_arguments(mut self) -> Self {
-        if self.tool.input_schema.get("additionalProperties") == Some(&Value::Bool(false))
-            && let Value::Object(map) = Arc::make_mut(&mut self.tool.input_schema)
+        let mut schema = self.tool.input_schema.to_value();
+        if schema.get("additionalProperties") == Some(&Value::Bool(false))
+            && let Value::Object(map) = &mut schema
         {
             map.remove("additionalProperties");
+            self.schema = ArgsSchema::from_value(&schema);
+            self.tool.input_schema = self.schema.schema().clone();
         }
-        self.schema = ArgsSchema::new(Arc::clone(&self.tool.input_schema));
         self
     }
 
@@ -252,8 +254,8 @@ impl ToolDef {
     }
 
     /// The input schema.
-    pub fn input_schema(&self) -> &Arc<Value> {
-        self.schema.value()
+    pub fn input_schema(&self) -> &ToolSchema {
+        self.schema.schema()
     }
 
     /// Sets a display title.
@@ -262,9 +264,10 @@ impl ToolDef {
         self
     }
 
-    /// Sets the output schema (the shape of `structuredContent`).
-    pub fn output_schema(mut self, schema: Value) -> Self {
-        self.tool.output_schema = Some(schema);
+    /// Sets the output schema (the shape of `structuredContent`): a `serde_json::Value`
+    /// or a [`ToolSchema`].
+    pub fn output_schema(mut self, schema: impl Into<ToolSchema>) -> Self {
+        self.tool.output_schema = Some(schema.into());
         self
     }
 
@@ -465,16 +468,25 @@ impl ToolDef {
     }
 }
 
-fn object_root(schema: &Value) -> Result<(), String> {
-    match schema {
-        Value::Object(map) => match map.get("type") {
-            Some(Value::String(t)) if t == "object" => Ok(()),
-            Some(other) => Err(format!(
-                "the root must have \"type\": \"object\", not {other}"
-            )),
-            None => Err("the root must have \"type\": \"object\"".into()),
-        },
-        _ => Err("the input schema must be a JSON object".into()),
+fn object_root(schema: &ToolSchema) -> Result<(), String> {
+    /// The root's `type`; every other member is skipped unread (a server registering
+    /// thousands of tools checks each schema once at start-up).
+    #[derive(serde::Deserialize)]
+    struct Root {
+        #[serde(rename = "type")]
+        ty: Option<Value>,
+    }
+    if !schema.is_object() {
+        return Err("the input schema must be a JSON object".into());
+    }
+    match serde_json::from_str::<Root>(schema.as_str()) {
+        Ok(Root {
+            ty: Some(Value::String(t)),
+        }) if t == "object" => Ok(()),
+        Ok(Root { ty: Some(other) }) => Err(format!(
+            "the root must have \"type\": \"object\", not {other}"
+        )),
+        _ => Err("the root must have \"type\": \"object\"".into()),
     }
 }
 

@@ -17,6 +17,7 @@ use axum::http::{HeaderMap, HeaderName};
 use base64::Engine as _;
 use serde_json::Value;
 
+use crate::protocol::ToolSchema;
 use crate::protocol::methods::{self, Method, Mirrored as MirroredMember};
 use crate::registry::Registry;
 
@@ -193,7 +194,7 @@ pub(crate) struct HeaderParam {
 /// The arguments an input schema mirrors into headers: properties carrying `x-mcp-header`,
 /// reachable from the root through `properties` alone (an annotation anywhere else is not
 /// valid and mirrors nothing).
-pub(crate) fn header_params(schema: &Value) -> Vec<HeaderParam> {
+pub(crate) fn header_params(schema: &ToolSchema) -> Vec<HeaderParam> {
     fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<HeaderParam>) {
         let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
             return;
@@ -211,7 +212,12 @@ pub(crate) fn header_params(schema: &Value) -> Vec<HeaderParam> {
         }
     }
     let mut out = Vec::new();
-    walk(schema, &mut Vec::new(), &mut out);
+    // Most schemas mirror nothing: they are not read at all. The text is written by
+    // serde_json, which writes the annotation's name as it is, never escaped.
+    if !schema.as_str().contains(X_MCP_HEADER) {
+        return out;
+    }
+    walk(&schema.to_value(), &mut Vec::new(), &mut out);
     // In path order whatever order the schema's maps keep (serde_json's `preserve_order`),
     // so the first mismatch named is the same in every build.
     out.sort_by(|a, b| a.path.cmp(&b.path));
@@ -324,7 +330,7 @@ mod tests {
                 "choice": {"anyOf": [{"type": "string", "x-mcp-header": "Choice"}]}
             }
         });
-        let found = header_params(&schema);
+        let found = header_params(&ToolSchema::from(schema));
         assert_eq!(
             found,
             vec![
