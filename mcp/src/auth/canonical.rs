@@ -10,6 +10,8 @@
 //! fit, keys out of order or repeated, invalid JSON, deep nesting) takes the `Value` path.
 //! `tests/tests/codec_properties.rs` checks both paths agree on arbitrary JSON.
 
+use crate::protocol::json_str::first_escaped;
+
 /// The deepest nesting the check follows (deeper text takes the `Value` path).
 const MAX_DEPTH: usize = 64;
 
@@ -116,7 +118,7 @@ impl<'a> Scan<'a> {
             return None;
         }
         let start = self.at;
-        let len = first_special(&self.bytes[start..])?;
+        let len = first_escaped(&self.bytes[start..])?;
         self.at = start + len;
         self.eat(b'"').then(|| &self.bytes[start..start + len])
     }
@@ -141,30 +143,6 @@ impl<'a> Scan<'a> {
         // A fraction or an exponent follows: not an integer, so not ours to vouch for.
         canonical && !matches!(self.peek(), Some(b'.' | b'e' | b'E'))
     }
-}
-
-/// Where the first quote, backslash or control character is, eight bytes at a time: a
-/// long argument (a file's content, say) is mostly plain text.
-fn first_special(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // The high bit of a byte of `(x - ONES * n) & !x & HIGH` is set when some byte of `x`
-    // is below `n` (n <= 128); XOR with a repeated byte turns "equals" into "is zero".
-    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
-    let mut at = 0;
-    for chunk in bytes.chunks_exact(8) {
-        let x = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-        let quote = x ^ (ONES * u64::from(b'"'));
-        let backslash = x ^ (ONES * u64::from(b'\\'));
-        if below(x, 0x20) | below(quote, 1) | below(backslash, 1) != 0 {
-            break;
-        }
-        at += 8;
-    }
-    bytes[at..]
-        .iter()
-        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-        .map(|i| at + i)
 }
 
 #[cfg(test)]
@@ -223,28 +201,6 @@ mod tests {
             r#""open"#,
         ] {
             assert!(!is_canonical(text), "{text:?}");
-        }
-    }
-
-    #[test]
-    fn the_first_special_byte_is_found_at_every_offset() {
-        for special in [b'"', b'\\', 0x00, 0x1f] {
-            for len in 0..40 {
-                for at in 0..len {
-                    let mut bytes = vec![b'a'; len];
-                    bytes[at] = special;
-                    if at + 1 < len {
-                        bytes[at + 1] = b'"';
-                    }
-                    assert_eq!(
-                        first_special(&bytes),
-                        Some(at),
-                        "{special} at {at} of {len}"
-                    );
-                }
-                let plain: Vec<u8> = (0..len).map(|i| [b' ', b'~', 0x7f, 0xc3][i % 4]).collect();
-                assert_eq!(first_special(&plain), None, "{plain:?}");
-            }
         }
     }
 

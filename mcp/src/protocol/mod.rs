@@ -8,6 +8,7 @@ mod client_requests;
 mod completion;
 mod content;
 pub mod inbound;
+pub(crate) mod json_str;
 pub mod jsonrpc;
 mod lifecycle;
 mod logging;

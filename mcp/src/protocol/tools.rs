@@ -198,9 +198,10 @@ impl CallToolResult {
 }
 
 /// Writes `s` as a JSON string as serde_json does: only `"`, `\` and control characters
-/// are escaped, so a string without them is copied as it is.
+/// are escaped, so a string without them is copied as it is (found eight bytes at a time:
+/// a tool's text result may be a whole file).
 fn write_json_str(out: &mut Vec<u8>, s: &str) -> serde_json::Result<()> {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    if super::json_str::first_escaped(s.as_bytes()).is_none() {
         out.reserve(s.len() + 2);
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());

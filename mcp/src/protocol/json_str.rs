@@ -1,0 +1,53 @@
+//! Scanning text for what a JSON string must escape.
+
+/// Where the first byte a JSON string must escape is (a quote, a backslash or a control
+/// character: what serde_json escapes), eight bytes at a time: a long text (a file's
+/// content, say) is mostly plain.
+pub(crate) fn first_escaped(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // The high bit of a byte of `(x - ONES * n) & !x & HIGH` is set when some byte of `x`
+    // is below `n` (n <= 128); XOR with a repeated byte turns "equals" into "is zero".
+    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
+    let mut at = 0;
+    for chunk in bytes.chunks_exact(8) {
+        let x = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let quote = x ^ (ONES * u64::from(b'"'));
+        let backslash = x ^ (ONES * u64::from(b'\\'));
+        if below(x, 0x20) | below(quote, 1) | below(backslash, 1) != 0 {
+            break;
+        }
+        at += 8;
+    }
+    bytes[at..]
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|i| at + i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_escaped_byte_is_found_at_every_offset() {
+        for special in [b'"', b'\\', 0x00, 0x1f] {
+            for len in 0..40 {
+                for at in 0..len {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = special;
+                    if at + 1 < len {
+                        bytes[at + 1] = b'"';
+                    }
+                    assert_eq!(
+                        first_escaped(&bytes),
+                        Some(at),
+                        "{special} at {at} of {len}"
+                    );
+                }
+                let plain: Vec<u8> = (0..len).map(|i| [b' ', b'~', 0x7f, 0xc3][i % 4]).collect();
+                assert_eq!(first_escaped(&plain), None, "{plain:?}");
+            }
+        }
+    }
+}
