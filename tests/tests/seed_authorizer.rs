@@ -515,9 +515,34 @@ fn deployment_guard_uses_the_source_aware_predicate() {
 async fn a_whole_filtered_listing_decides_each_tool_about_once() {
     // Beyond the seed: with an authorizer, a page decides only the tools it can show, so
     // listing n tools page by page costs about n decisions, not n per page.
+    let (pages, spent, _) = list_filtered(Server::builder("many", "0.0.0").page_size(10)).await;
+    assert_eq!(pages, 20);
+    // Each page looks one visible tool (and the hidden ones before it) past its end.
+    assert!(
+        (300..=300 + 2 * pages).contains(&spent),
+        "{spent} decisions for 300 tools in {pages} pages"
+    );
+}
+
+#[tokio::test]
+async fn pages_cut_by_their_bytes_list_every_visible_tool_once() {
+    let builder = Server::builder("many", "0.0.0").page_bytes(2048);
+    let (pages, spent, largest) = list_filtered(builder).await;
+    assert!(pages > 5, "{pages} pages");
+    assert!(largest <= 2048 + 200, "a page of {largest} bytes");
+    // A page cut by its bytes decides at most a batch (64) past its end.
+    assert!(
+        (300..=300 + 64 * pages).contains(&spent),
+        "{spent} decisions for 300 tools in {pages} pages"
+    );
+}
+
+/// Lists 300 tools, every third hidden by the authorizer, page by page to the end; checks
+/// every visible tool is listed once. Returns the pages, the decisions taken and the
+/// largest page's `tools` array in bytes.
+async fn list_filtered(mut b: mcp::ServerBuilder) -> (usize, usize, usize) {
     let decisions = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = decisions.clone();
-    let mut b = Server::builder("many", "0.0.0").page_size(10);
     for i in 0..300 {
         b = b.tool(
             mcp::registry::ToolDef::new(
@@ -545,7 +570,7 @@ async fn a_whole_filtered_listing_decides_each_tool_about_once() {
     let mut client = initialized_client(&server, json!({})).await;
     let mut names = Vec::new();
     let mut cursor: Option<String> = None;
-    let mut pages = 0;
+    let (mut pages, mut largest) = (0, 0);
     loop {
         let params = match &cursor {
             Some(c) => json!({"cursor": c}),
@@ -553,8 +578,9 @@ async fn a_whole_filtered_listing_decides_each_tool_about_once() {
         };
         let r = client.request("tools/list", params).await.unwrap();
         pages += 1;
+        largest = largest.max(r["tools"].to_string().len());
         let tools = r["tools"].as_array().unwrap();
-        assert!(tools.len() <= 10);
+        assert!(!tools.is_empty());
         names.extend(tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()));
         match r["nextCursor"].as_str() {
             Some(c) => cursor = Some(c.to_owned()),
@@ -562,16 +588,13 @@ async fn a_whole_filtered_listing_decides_each_tool_about_once() {
         }
     }
     assert_eq!(names.len(), 200);
+    names.dedup();
+    assert_eq!(names.len(), 200, "a tool listed twice");
     assert!(
         names
             .iter()
             .all(|n| n[5..].parse::<usize>().unwrap() % 3 != 0)
     );
-    assert_eq!(pages, 20);
     let spent = decisions.load(std::sync::atomic::Ordering::SeqCst);
-    // Each page looks one visible tool (and the hidden ones before it) past its end.
-    assert!(
-        (300..=300 + 2 * pages).contains(&spent),
-        "{spent} decisions for 300 tools in {pages} pages"
-    );
+    (pages, spent, largest)
 }

@@ -292,6 +292,16 @@ const KNOBS: &[Knob] = &[
         help: "Entries per page of every list",
     },
     Knob {
+        name: "page_bytes",
+        flag: "page-bytes",
+        env: "MCP_PAGE_BYTES",
+        unit: Unit::Bytes,
+        zero: false,
+        most: None,
+        slots: &[Slot::ServerCount(|c| &mut c.page_bytes)],
+        help: "Bytes of JSON per page of every list (a page ends before the entry that would pass it)",
+    },
+    Knob {
         name: "outbound_capacity",
         flag: "outbound-capacity",
         env: "MCP_OUTBOUND_CAPACITY",

@@ -481,17 +481,38 @@ pub(crate) fn page_start<T>(
     })
 }
 
+/// How much one page of a list holds: at most `items` entries, and no more entries than
+/// fit in `bytes` bytes of JSON (a page always holds at least one).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PageLimit {
+    pub(crate) items: usize,
+    pub(crate) bytes: usize,
+}
+
+impl PageLimit {
+    /// Whether an entry of `len` bytes of JSON still goes on a page that holds `count`
+    /// entries of `bytes` bytes so far.
+    pub(crate) fn admits(&self, count: usize, bytes: usize, len: usize) -> bool {
+        count < self.items.max(1) && (count == 0 || bytes.saturating_add(len) <= self.bytes)
+    }
+
+    /// What an entry adds to a page: its JSON and the comma before it.
+    pub(crate) fn cost<T>(entry: &Listed<T>) -> usize {
+        entry.json.get().len() + 1
+    }
+}
+
 /// Cuts a page out of `entries` (sorted by `key`), starting after the cursor's key and
 /// keeping only entries `visible` accepts.
 pub(crate) fn page<'a, T>(
     entries: &'a [Arc<Listed<T>>],
     key: impl Fn(&T) -> &str,
     cursor: Option<&str>,
-    size: usize,
+    limit: PageLimit,
     visible: impl FnMut(usize, &T) -> bool,
 ) -> Result<Page<'a>, BadCursor> {
     let start = page_start(entries, &key, cursor)?;
-    Ok(page_from(entries, key, start, size, visible))
+    Ok(page_from(entries, key, start, limit, visible))
 }
 
 /// [`page`], from an index [`page_start`] found.
@@ -499,32 +520,31 @@ pub(crate) fn page_from<'a, T>(
     entries: &'a [Arc<Listed<T>>],
     key: impl Fn(&T) -> &str,
     start: usize,
-    size: usize,
+    limit: PageLimit,
     mut visible: impl FnMut(usize, &T) -> bool,
 ) -> Page<'a> {
     // One allocation: growing it push by push cost more than the page (allocator
     // consolidation dominated a 10,000-tool listing under callgrind).
-    let mut items = Vec::with_capacity(size.min(entries.len().saturating_sub(start)));
-    let mut last_key = None;
-    let mut iter = entries.iter().enumerate().skip(start);
-    while let Some((index, e)) = iter.next() {
+    let mut items = Vec::with_capacity(limit.items.min(entries.len().saturating_sub(start)));
+    let mut bytes = 0;
+    let mut last = None;
+    let mut next_cursor = None;
+    for (index, e) in entries.iter().enumerate().skip(start) {
         if !visible(index, &e.def) {
             continue;
         }
-        items.push(&*e.json);
-        if items.len() == size {
-            // Only entries this caller may see make another page: a cursor in front of
-            // hidden entries alone would reveal that they exist.
-            if iter.any(|(i, next)| visible(i, &next.def)) {
-                last_key = Some(key(&e.def));
-            }
+        let cost = PageLimit::cost(e);
+        if !limit.admits(items.len(), bytes, cost) {
+            // Another entry this caller may see follows: only those make another page (a
+            // cursor in front of hidden entries alone would reveal that they exist).
+            next_cursor = last.map(|d| cursor::encode(key(d)));
             break;
         }
+        items.push(&*e.json);
+        bytes += cost;
+        last = Some(&e.def);
     }
-    Page {
-        items,
-        next_cursor: last_key.map(cursor::encode),
-    }
+    Page { items, next_cursor }
 }
 
 #[cfg(test)]
@@ -576,6 +596,50 @@ mod tests {
         assert_eq!(r.snapshot().tools().count(), 0);
     }
 
+    /// A limit of `n` entries, whatever their size.
+    fn items(n: usize) -> PageLimit {
+        PageLimit {
+            items: n,
+            bytes: usize::MAX,
+        }
+    }
+
+    #[test]
+    fn a_page_ends_before_the_entry_that_would_take_it_past_its_bytes() {
+        let r = Registry::new();
+        for n in ["a", "b", "c", "d", "e"] {
+            r.register_tool(tool(n)).unwrap();
+        }
+        let s = r.snapshot();
+        let entries = s.tool_entries();
+        let one = PageLimit::cost(&entries[0]);
+        // Room for two entries and a bit: pages of two, every entry listed once.
+        let limit = PageLimit {
+            items: 100,
+            bytes: 2 * one + one / 2,
+        };
+        let mut cursor: Option<String> = None;
+        let mut listed = Vec::new();
+        loop {
+            let p = page(entries, |t| t.name(), cursor.as_deref(), limit, |_, _| true).unwrap();
+            assert!(p.items.len() <= 2, "{} entries", p.items.len());
+            listed.extend(p.items.iter().map(|i| i.get().to_owned()));
+            match p.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        assert_eq!(listed.len(), 5);
+        // An entry larger than the whole budget still makes a page of its own.
+        let tiny = PageLimit {
+            items: 100,
+            bytes: 1,
+        };
+        let p = page(entries, |t| t.name(), None, tiny, |_, _| true).unwrap();
+        assert_eq!(p.items.len(), 1);
+        assert!(p.next_cursor.is_some());
+    }
+
     #[test]
     fn pages_with_cursors() {
         let r = Registry::new();
@@ -583,22 +647,38 @@ mod tests {
             r.register_tool(tool(n)).unwrap();
         }
         let s = r.snapshot();
-        let p1 = page(s.tool_entries(), |t| t.name(), None, 2, |_, _| true).unwrap();
+        let p1 = page(s.tool_entries(), |t| t.name(), None, items(2), |_, _| true).unwrap();
         assert_eq!(p1.items.len(), 2);
         let c = p1.next_cursor.unwrap();
-        let p2 = page(s.tool_entries(), |t| t.name(), Some(&c), 2, |_, _| true).unwrap();
+        let p2 = page(
+            s.tool_entries(),
+            |t| t.name(),
+            Some(&c),
+            items(2),
+            |_, _| true,
+        )
+        .unwrap();
         assert!(p2.items[0].get().contains("\"c\""));
         let p3 = page(
             s.tool_entries(),
             |t| t.name(),
             p2.next_cursor.as_deref(),
-            2,
+            items(2),
             |_, _| true,
         )
         .unwrap();
         assert_eq!(p3.items.len(), 1);
         assert!(p3.next_cursor.is_none());
-        assert!(page(s.tool_entries(), |t| t.name(), Some("!!"), 2, |_, _| true).is_err());
+        assert!(
+            page(
+                s.tool_entries(),
+                |t| t.name(),
+                Some("!!"),
+                items(2),
+                |_, _| true
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -609,11 +689,11 @@ mod tests {
         }
         let s = r.snapshot();
         let shown = |_: usize, t: &ToolDef| !matches!(t.name(), "x" | "y");
-        let p = page(s.tool_entries(), |t| t.name(), None, 2, shown).unwrap();
+        let p = page(s.tool_entries(), |t| t.name(), None, items(2), shown).unwrap();
         assert_eq!(p.items.len(), 2);
         assert!(p.next_cursor.is_none());
         let some_hidden = |_: usize, t: &ToolDef| t.name() != "x";
-        let p = page(s.tool_entries(), |t| t.name(), None, 2, some_hidden).unwrap();
+        let p = page(s.tool_entries(), |t| t.name(), None, items(2), some_hidden).unwrap();
         assert!(p.next_cursor.is_some());
     }
 

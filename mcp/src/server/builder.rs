@@ -18,8 +18,12 @@ use crate::registry::{
 /// Limits and timeouts. Every one has a safe default.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
-    /// Entries per page of every list (default 100).
+    /// Entries per page of every list (default 1,000).
     pub page_size: usize,
+    /// Bytes of JSON per page of every list (default 256 KiB): a page ends before the entry
+    /// that would take it past this, so tools with large schemas page sooner (a page always
+    /// holds at least one entry).
+    pub page_bytes: usize,
     /// How long a parked elicitation (or sampling / roots request) waits (default 60 s).
     pub elicitation_timeout: Duration,
     /// How long a tool, resource or prompt handler may run (default 120 s).
@@ -97,10 +101,21 @@ pub struct ServerConfig {
     pub memory_high_water: usize,
 }
 
+impl ServerConfig {
+    /// What one page of a list holds.
+    pub(crate) fn page_limit(&self) -> crate::registry::PageLimit {
+        crate::registry::PageLimit {
+            items: self.page_size,
+            bytes: self.page_bytes,
+        }
+    }
+}
+
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
-            page_size: 100,
+            page_size: 1000,
+            page_bytes: 256 * 1024,
             elicitation_timeout: Duration::from_secs(60),
             call_timeout: Duration::from_secs(120),
             authorizer_timeout: Duration::from_secs(10),
@@ -469,6 +484,12 @@ impl ServerBuilder {
         self
     }
 
+    /// Bytes of JSON per list page (see [`ServerConfig::page_bytes`]).
+    pub fn page_bytes(mut self, n: usize) -> Self {
+        self.config.page_bytes = n;
+        self
+    }
+
     /// How long elicitations and other client requests wait.
     pub fn elicitation_timeout(mut self, d: Duration) -> Self {
         self.config.elicitation_timeout = d;
@@ -672,6 +693,7 @@ impl ServerBuilder {
                 self.config.max_pending_per_connection,
             ),
             ("page_size", self.config.page_size),
+            ("page_bytes", self.config.page_bytes),
             ("outbound_capacity", self.config.outbound_capacity),
             ("max_message_size", self.config.max_message_size),
             ("max_listeners", self.config.max_listeners),

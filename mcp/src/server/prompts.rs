@@ -25,7 +25,7 @@ impl Server {
             snapshot.prompt_entries(),
             |p| p.name(),
             p.cursor.as_deref(),
-            self.config().page_size,
+            self.config().page_limit(),
             |_, _| true,
         )
         .map_err(|_| ErrorObject::invalid_params("Invalid params: unknown cursor"))?;

@@ -27,7 +27,7 @@ impl Server {
     ) -> Result<Reply, ErrorObject> {
         let p: PaginatedParams = parse_params(methods::RESOURCES_LIST, params, false)?;
         let snapshot = self.registry().snapshot();
-        let size = self.config().page_size;
+        let limit = self.config().page_limit();
         let cache = self.list_cache(scope, ListKind::Resources);
         let bad_cursor = |_| ErrorObject::invalid_params("Invalid params: unknown cursor");
         let listers: Vec<_> = snapshot
@@ -39,7 +39,7 @@ impl Server {
                 snapshot.resource_entries(),
                 |r| r.uri(),
                 p.cursor.as_deref(),
-                size,
+                limit,
                 |_, _| true,
             )
             .map_err(bad_cursor)?;
@@ -67,7 +67,7 @@ impl Server {
             &all,
             |r| r.uri.as_str(),
             p.cursor.as_deref(),
-            size,
+            limit,
             |_, _| true,
         )
         .map_err(bad_cursor)?;
@@ -85,7 +85,7 @@ impl Server {
             snapshot.template_entries(),
             |t| t.uri_template(),
             p.cursor.as_deref(),
-            self.config().page_size,
+            self.config().page_limit(),
             |_, _| true,
         )
         .map_err(|_| ErrorObject::invalid_params("Invalid params: unknown cursor"))?;

@@ -24,8 +24,12 @@ use crate::elicit::state::{ApprovalState, Binding};
 use crate::elicit::{APPROVAL_KEY, Approval, ask_approval, judge};
 use crate::protocol::methods::Method;
 use crate::protocol::{CallToolResult, ErrorObject, Meta, PaginatedParams, ProgressToken, methods};
-use crate::registry::{ListKind, Page, ToolArgs, ToolDef, page_from, page_start};
+use crate::registry::{ListKind, Page, PageLimit, ToolArgs, ToolDef, page_from, page_start};
 use crate::server::Transport;
+
+/// How many tools a listing behind an authorizer decides at once (concurrently): a page
+/// cut short by its bytes wastes at most this many decisions past its last entry.
+const DECIDED_AT_ONCE: usize = 64;
 
 /// `tools/call` params read in place: the name and the arguments borrow from the request
 /// (the public [`CallToolRequestParams`](crate::protocol::CallToolRequestParams) owns them).
@@ -53,35 +57,46 @@ impl Server {
         let p: PaginatedParams = parse_params(methods::TOOLS_LIST, params, false)?;
         let snapshot = self.registry().snapshot();
         let entries = snapshot.tool_entries();
-        let size = self.config().page_size;
+        let limit = self.config().page_limit();
         let start = page_start(entries, |t| t.name(), p.cursor.as_deref())
             .map_err(|_| ErrorObject::invalid_params("Invalid params: unknown cursor"))?;
         let page = if self.inner.authorizer.is_none() && !scopes_enforced(&scope.caller) {
-            page_from(entries, |t| t.name(), start, size, |_, _| true)
+            page_from(entries, |t| t.name(), start, limit, |_, _| true)
         } else {
-            // Only the tools this page can show are decided (from the cursor until one more
-            // than a page is visible), so a whole listing costs one decision per tool, not
-            // one per tool per page. Decided a batch at a time, concurrently: one slow
-            // policy lookup must not add up per tool.
+            // Only the tools this page can show are decided (from the cursor until the first
+            // visible one that does not fit), so a whole listing costs about one decision per
+            // tool, not one per tool per page. Decided a batch at a time, concurrently: one
+            // slow policy lookup must not add up per tool.
             let mut decided: Vec<bool> = Vec::new();
-            let mut shown = 0;
-            while shown <= size && start + decided.len() < entries.len() {
+            let (mut count, mut bytes) = (0, 0);
+            'decide: while start + decided.len() < entries.len() {
                 let from = start + decided.len();
-                let to = (from + size + 1 - shown).min(entries.len());
+                // No more than the page still has room for, and one past it.
+                let room = limit.items.max(1).saturating_sub(count) + 1;
+                let to = (from + room.min(DECIDED_AT_ONCE)).min(entries.len());
                 let verdicts = futures::future::join_all(
                     entries[from..to]
                         .iter()
                         .map(|e| self.tool_visible(&scope.caller, &e.def)),
                 )
                 .await;
-                shown += verdicts.iter().filter(|v| **v).count();
-                decided.extend(verdicts);
+                for (entry, shown) in entries[from..to].iter().zip(verdicts) {
+                    decided.push(shown);
+                    if shown {
+                        let cost = PageLimit::cost(entry);
+                        if !limit.admits(count, bytes, cost) {
+                            break 'decide;
+                        }
+                        count += 1;
+                        bytes += cost;
+                    }
+                }
             }
             page_from(
                 entries,
                 |t| t.name(),
                 start,
-                size,
+                limit,
                 |i, _| i.checked_sub(start).and_then(|at| decided.get(at)) == Some(&true),
             )
         };
