@@ -515,19 +515,22 @@ fn deployment_guard_uses_the_source_aware_predicate() {
 async fn a_whole_filtered_listing_decides_each_tool_about_once() {
     // Beyond the seed: with an authorizer, a page decides only the tools it can show, so
     // listing n tools page by page costs about n decisions, not n per page.
-    let (pages, spent, _) = list_filtered(Server::builder("many", "0.0.0").page_size(10)).await;
-    assert_eq!(pages, 20);
-    // Each page looks one visible tool (and the hidden ones before it) past its end.
-    assert!(
-        (300..=300 + 2 * pages).contains(&spent),
-        "{spent} decisions for 300 tools in {pages} pages"
-    );
+    for asynchronous in [false, true] {
+        let builder = Server::builder("many", "0.0.0").page_size(10);
+        let (pages, spent, _) = list_filtered(builder, asynchronous).await;
+        assert_eq!(pages, 20);
+        // Each page looks one visible tool (and the hidden ones before it) past its end.
+        assert!(
+            (300..=300 + 2 * pages).contains(&spent),
+            "{spent} decisions for 300 tools in {pages} pages"
+        );
+    }
 }
 
 #[tokio::test]
 async fn pages_cut_by_their_bytes_list_every_visible_tool_once() {
     let builder = Server::builder("many", "0.0.0").page_bytes(2048);
-    let (pages, spent, largest) = list_filtered(builder).await;
+    let (pages, spent, largest) = list_filtered(builder, false).await;
     assert!(pages > 5, "{pages} pages");
     assert!(largest <= 2048 + 200, "a page of {largest} bytes");
     // A page cut by its bytes decides at most a batch (64) past its end.
@@ -540,7 +543,7 @@ async fn pages_cut_by_their_bytes_list_every_visible_tool_once() {
 /// Lists 300 tools, every third hidden by the authorizer, page by page to the end; checks
 /// every visible tool is listed once. Returns the pages, the decisions taken and the
 /// largest page's `tools` array in bytes.
-async fn list_filtered(mut b: mcp::ServerBuilder) -> (usize, usize, usize) {
+async fn list_filtered(mut b: mcp::ServerBuilder, asynchronous: bool) -> (usize, usize, usize) {
     let decisions = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = decisions.clone();
     for i in 0..300 {
@@ -554,19 +557,30 @@ async fn list_filtered(mut b: mcp::ServerBuilder) -> (usize, usize, usize) {
             .read_only(),
         );
     }
-    let server = b
-        .authorizer(policy(move |req| {
-            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            // Every third tool is hidden: pages skip over them.
-            let n: usize = req.name()[5..].parse().unwrap();
-            if n.is_multiple_of(3) {
-                Decision::deny("hidden")
-            } else {
-                Decision::Allow
+    // Every third tool is hidden: pages skip over them.
+    let decide = move |name: &str| {
+        counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let n: usize = name[5..].parse().unwrap();
+        if n.is_multiple_of(3) {
+            Decision::deny("hidden")
+        } else {
+            Decision::Allow
+        }
+    };
+    let server = if asynchronous {
+        // Decided later (after a yield): the listing awaits those decisions together.
+        b.authorizer(policy_async(move |req| {
+            let decision = decide(&req.name);
+            async move {
+                tokio::task::yield_now().await;
+                decision
             }
         }))
-        .build()
-        .unwrap();
+    } else {
+        b.authorizer(policy(move |req| decide(req.name())))
+    }
+    .build()
+    .unwrap();
     let mut client = initialized_client(&server, json!({})).await;
     let mut names = Vec::new();
     let mut cursor: Option<String> = None;

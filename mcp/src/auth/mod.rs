@@ -593,27 +593,53 @@ pub(crate) async fn safe_decide(
     request: &AuthRequest<'_>,
     timeout: Duration,
 ) -> Decision {
-    let verdict = std::panic::catch_unwind(AssertUnwindSafe(|| authorizer.decide(request)));
-    let decision = match verdict {
+    match decide_now(authorizer, request) {
+        Ok(decision) => decision,
+        Err(later) => decide_later(later, request, timeout).await,
+    }
+}
+
+/// The first half of [`safe_decide`], which never waits: the contained decision when the
+/// authorizer gives it at once (`Verdict::Now`, or a panic), or the future it decides
+/// with, for [`decide_later`]. Deciding many requests (a listing's visibility) takes no
+/// future for the decisions given at once.
+pub(crate) fn decide_now<'a>(
+    authorizer: &'a dyn Authorizer,
+    request: &'a AuthRequest<'a>,
+) -> Result<Decision, Pin<Box<dyn Future<Output = Decision> + Send + 'a>>> {
+    match std::panic::catch_unwind(AssertUnwindSafe(|| authorizer.decide(request))) {
         Err(_) => {
             tracing::error!(target: "mcp::auth", seam = request.seam.as_str(), name = request.name, "authorizer panicked; denying");
-            return Decision::deny(reasons::AUTHORIZER_FAILED);
+            Ok(Decision::deny(reasons::AUTHORIZER_FAILED))
         }
-        Ok(Verdict::Now(d)) => d,
-        Ok(Verdict::Later(fut)) => {
-            match tokio::time::timeout(timeout, AssertUnwindSafe(fut).catch_unwind()).await {
-                Ok(Ok(d)) => d,
-                Ok(Err(_)) => {
-                    tracing::error!(target: "mcp::auth", seam = request.seam.as_str(), name = request.name, "authorizer panicked; denying");
-                    return Decision::deny(reasons::AUTHORIZER_FAILED);
-                }
-                Err(_) => {
-                    tracing::error!(target: "mcp::auth", seam = request.seam.as_str(), name = request.name, "authorizer timed out; denying");
-                    return Decision::deny(reasons::AUTHORIZER_TIMEOUT);
-                }
-            }
+        Ok(Verdict::Now(d)) => Ok(checked(d, request)),
+        Ok(Verdict::Later(fut)) => Err(fut),
+    }
+}
+
+/// The second half of [`safe_decide`]: waits for a decision given later, containing a
+/// panic and a stall past `timeout`.
+pub(crate) async fn decide_later(
+    later: Pin<Box<dyn Future<Output = Decision> + Send + '_>>,
+    request: &AuthRequest<'_>,
+    timeout: Duration,
+) -> Decision {
+    match tokio::time::timeout(timeout, AssertUnwindSafe(later).catch_unwind()).await {
+        Ok(Ok(d)) => checked(d, request),
+        Ok(Err(_)) => {
+            tracing::error!(target: "mcp::auth", seam = request.seam.as_str(), name = request.name, "authorizer panicked; denying");
+            Decision::deny(reasons::AUTHORIZER_FAILED)
         }
-    };
+        Err(_) => {
+            tracing::error!(target: "mcp::auth", seam = request.seam.as_str(), name = request.name, "authorizer timed out; denying");
+            Decision::deny(reasons::AUTHORIZER_TIMEOUT)
+        }
+    }
+}
+
+/// A decision that breaks the authorizer contract (a blank question, an invalid URL step)
+/// becomes a deny.
+fn checked(decision: Decision, request: &AuthRequest<'_>) -> Decision {
     match decision {
         Decision::Ask(prompt) if prompt.trim().is_empty() => {
             tracing::error!(target: "mcp::auth", name = request.name, "authorizer asked a blank question; denying");

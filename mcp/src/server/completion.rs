@@ -50,10 +50,7 @@ impl Server {
                 // must never leak through completion to a caller tools/list would hide it from.
                 let values = if p.argument.name == "name" {
                     let tools: Vec<_> = snapshot.tools().collect();
-                    let verdicts = futures::future::join_all(
-                        tools.iter().map(|t| self.tool_visible(&scope.caller, t)),
-                    )
-                    .await;
+                    let verdicts = self.tools_visible(&scope.caller, &tools).await;
                     let visible: Vec<String> = tools
                         .iter()
                         .zip(verdicts)

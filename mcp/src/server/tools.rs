@@ -15,8 +15,8 @@ use super::dispatch::{Failure, Outcome, Scope, parse_params, progress_token, run
 use super::tasks::{TaskPlan, TaskStarted};
 use super::{Reply, Server};
 use crate::auth::{
-    ArgsSource, AuditOutcome, AuthRequest, Decision, Seam, approval_unavailable, reasons,
-    safe_decide, tool_denied, url_step_refused,
+    ArgsSource, AuditOutcome, AuthRequest, Decision, Seam, approval_unavailable, decide_later,
+    decide_now, reasons, tool_denied, url_step_refused,
 };
 use crate::context::{Caller, NO_CHANNEL};
 use crate::elicit::mrtr::Mrtr;
@@ -74,12 +74,8 @@ impl Server {
                 // No more than the page still has room for, and one past it.
                 let room = limit.items.max(1).saturating_sub(count) + 1;
                 let to = (from + room.min(DECIDED_AT_ONCE)).min(entries.len());
-                let verdicts = futures::future::join_all(
-                    entries[from..to]
-                        .iter()
-                        .map(|e| self.tool_visible(&scope.caller, &e.def)),
-                )
-                .await;
+                let batch: Vec<&ToolDef> = entries[from..to].iter().map(|e| &e.def).collect();
+                let verdicts = self.tools_visible(&scope.caller, &batch).await;
                 for (entry, shown) in entries[from..to].iter().zip(verdicts) {
                     decided.push(shown);
                     if shown {
@@ -104,28 +100,54 @@ impl Server {
         Ok(self.reply_raw(scope, &list_json("tools", page), cache))
     }
 
-    /// Whether `caller` may see (and so call without being refused) `tool`: the tool seam
-    /// allows it, or asks and this caller can be asked; and the caller holds its scopes.
-    pub(crate) async fn tool_visible(&self, caller: &Caller, tool: &ToolDef) -> bool {
-        if !has_scopes(caller, tool) {
-            return false;
-        }
+    /// Whether `caller` may see (and so call without being refused) each of `tools`: the
+    /// tool seam allows it, or asks and this caller can be asked; and the caller holds its
+    /// scopes. The decisions an authorizer gives at once are taken in place, without a
+    /// future per tool; only those it gives later are awaited, together (one slow policy
+    /// lookup must not add up per tool).
+    pub(crate) async fn tools_visible(&self, caller: &Caller, tools: &[&ToolDef]) -> Vec<bool> {
         let Some(authorizer) = &self.inner.authorizer else {
-            return true;
+            return tools.iter().map(|t| has_scopes(caller, t)).collect();
         };
-        let request = AuthRequest::new(
-            Seam::Tool,
-            tool.name(),
-            Some(tool),
-            ArgsSource::Value(Value::Object(Default::default())),
-            &caller.auth,
-        );
-        match safe_decide(&**authorizer, &request, self.config().authorizer_timeout).await {
+        let requests: Vec<Option<AuthRequest<'_>>> = tools
+            .iter()
+            .map(|tool| {
+                has_scopes(caller, tool).then(|| {
+                    AuthRequest::new(
+                        Seam::Tool,
+                        tool.name(),
+                        Some(tool),
+                        ArgsSource::Value(Value::Object(Default::default())),
+                        &caller.auth,
+                    )
+                })
+            })
+            .collect();
+        let shows = |decision: Decision| match decision {
             Decision::Allow => true,
             Decision::Ask(_) => caller.can_elicit(),
             Decision::Url(_) => caller.cannot_take_url().is_none(),
             Decision::Deny(_) => false,
+        };
+        let mut visible = vec![false; tools.len()];
+        let mut waiting = Vec::new();
+        for (at, request) in requests.iter().enumerate() {
+            let Some(request) = request else { continue };
+            match decide_now(&**authorizer, request) {
+                Ok(decision) => visible[at] = shows(decision),
+                Err(later) => waiting.push((
+                    at,
+                    decide_later(later, request, self.config().authorizer_timeout),
+                )),
+            }
         }
+        if !waiting.is_empty() {
+            let (at, later): (Vec<usize>, Vec<_>) = waiting.into_iter().unzip();
+            for (at, decision) in at.into_iter().zip(futures::future::join_all(later).await) {
+                visible[at] = shows(decision);
+            }
+        }
+        visible
     }
 
     pub(super) async fn call_tool(
@@ -409,18 +431,24 @@ impl Server {
         let snapshot = self.registry().snapshot();
         if let Some(Value::Array(tools)) = result.get_mut("tools") {
             let listed = std::mem::take(tools);
-            let verdicts = futures::future::join_all(listed.iter().map(|t| async {
-                let name = t.get("name").and_then(Value::as_str);
-                match name.and_then(|n| snapshot.tool(n)) {
-                    Some(def) => self.tool_visible(&scope.caller, def).await,
-                    None => false,
-                }
-            }))
-            .await;
+            let defs: Vec<Option<&ToolDef>> = listed
+                .iter()
+                .map(|t| {
+                    t.get("name")
+                        .and_then(Value::as_str)
+                        .and_then(|n| snapshot.tool(n))
+                })
+                .collect();
+            let known: Vec<&ToolDef> = defs.iter().flatten().copied().collect();
+            let mut verdicts = self.tools_visible(&scope.caller, &known).await.into_iter();
             *tools = listed
                 .into_iter()
-                .zip(verdicts)
-                .filter_map(|(t, visible)| visible.then_some(t))
+                .zip(defs)
+                .filter_map(|(t, def)| {
+                    // An entry naming no registered tool is never shown.
+                    let visible = def.is_some() && verdicts.next() == Some(true);
+                    visible.then_some(t)
+                })
                 .collect();
         }
         let cache = self.list_cache(scope, ListKind::Tools);
