@@ -596,6 +596,15 @@ mod tests {
         assert_eq!(r.snapshot().tools().count(), 0);
     }
 
+    /// A registry of tools with these names.
+    fn registry_of(names: &[&str]) -> Registry {
+        let r = Registry::new();
+        for n in names {
+            r.register_tool(tool(n)).unwrap();
+        }
+        r
+    }
+
     /// A limit of `n` entries, whatever their size.
     fn items(n: usize) -> PageLimit {
         PageLimit {
@@ -606,11 +615,7 @@ mod tests {
 
     #[test]
     fn a_page_ends_before_the_entry_that_would_take_it_past_its_bytes() {
-        let r = Registry::new();
-        for n in ["a", "b", "c", "d", "e"] {
-            r.register_tool(tool(n)).unwrap();
-        }
-        let s = r.snapshot();
+        let s = registry_of(&["a", "b", "c", "d", "e"]).snapshot();
         let entries = s.tool_entries();
         let one = PageLimit::cost(&entries[0]);
         // Room for two entries and a bit: pages of two, every entry listed once.
@@ -642,11 +647,7 @@ mod tests {
 
     #[test]
     fn pages_with_cursors() {
-        let r = Registry::new();
-        for n in ["a", "b", "c", "d", "e"] {
-            r.register_tool(tool(n)).unwrap();
-        }
-        let s = r.snapshot();
+        let s = registry_of(&["a", "b", "c", "d", "e"]).snapshot();
         let p1 = page(s.tool_entries(), |t| t.name(), None, items(2), |_, _| true).unwrap();
         assert_eq!(p1.items.len(), 2);
         let c = p1.next_cursor.unwrap();
@@ -683,11 +684,7 @@ mod tests {
 
     #[test]
     fn no_cursor_in_front_of_hidden_entries_only() {
-        let r = Registry::new();
-        for n in ["a", "b", "x", "y"] {
-            r.register_tool(tool(n)).unwrap();
-        }
-        let s = r.snapshot();
+        let s = registry_of(&["a", "b", "x", "y"]).snapshot();
         let shown = |_: usize, t: &ToolDef| !matches!(t.name(), "x" | "y");
         let p = page(s.tool_entries(), |t| t.name(), None, items(2), shown).unwrap();
         assert_eq!(p.items.len(), 2);
