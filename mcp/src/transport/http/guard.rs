@@ -321,37 +321,17 @@ pub(crate) fn unsupported_media_type(headers: &HeaderMap) -> Response {
     )
 }
 
-/// Reads a body up to `limit` bytes; 413 beyond it (the rest is never read).
-///
-/// A body that arrives in one chunk is kept as it is; one in several is copied once into a
-/// buffer sized from its declared length (growing it chunk by chunk copied a 1 MiB body
-/// about twice over), never sized beyond `limit` whatever is declared.
+/// Reads a body up to `limit` bytes; 413 beyond it (the rest is never read). A body in one
+/// chunk is kept as it arrived, one in several copied once (http-body-util's `Collected`).
 pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Bytes, Response> {
-    use axum::body::HttpBody as _;
-    use futures::StreamExt as _;
-    let declared = usize::try_from(body.size_hint().lower()).unwrap_or(usize::MAX);
-    let mut stream = body.into_data_stream();
-    let mut single: Option<Bytes> = None;
-    let mut buf: Vec<u8> = Vec::new();
-    let mut total = 0usize;
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk
-            .map_err(|e| bad_request(format!("Bad Request: the body could not be read ({e})")))?;
-        total = total.saturating_add(chunk.len());
-        if total > limit {
-            return Err(payload_too_large(limit));
-        }
-        if buf.capacity() == 0 && single.is_none() {
-            single = Some(chunk);
-            continue;
-        }
-        if let Some(first) = single.take() {
-            buf.reserve(declared.min(limit).max(total));
-            buf.extend_from_slice(&first);
-        }
-        buf.extend_from_slice(&chunk);
+    use http_body_util::BodyExt as _;
+    match http_body_util::Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(payload_too_large(limit)),
+        Err(e) => Err(bad_request(format!(
+            "Bad Request: the body could not be read ({e})"
+        ))),
     }
-    Ok(single.unwrap_or_else(|| Bytes::from(buf)))
 }
 
 /// Whether the request's `Content-Length` already exceeds `limit`.
