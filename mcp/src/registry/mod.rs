@@ -496,6 +496,12 @@ impl PageLimit {
         count < self.items.max(1) && (count == 0 || bytes.saturating_add(len) <= self.bytes)
     }
 
+    /// How many more entries a page holding `count` may take, plus the one past them that
+    /// tells whether another page follows: as far as a listing needs visibility decided.
+    pub(crate) fn room_after(&self, count: usize) -> usize {
+        self.items.max(1).saturating_sub(count) + 1
+    }
+
     /// What an entry adds to a page: its JSON and the comma before it.
     pub(crate) fn cost<T>(entry: &Listed<T>) -> usize {
         entry.json.get().len() + 1

@@ -71,9 +71,7 @@ impl Server {
             let (mut count, mut bytes) = (0, 0);
             'decide: while start + decided.len() < entries.len() {
                 let from = start + decided.len();
-                // No more than the page still has room for, and one past it.
-                let room = limit.items.max(1).saturating_sub(count) + 1;
-                let to = (from + room.min(DECIDED_AT_ONCE)).min(entries.len());
+                let to = (from + limit.room_after(count).min(DECIDED_AT_ONCE)).min(entries.len());
                 let batch: Vec<&ToolDef> = entries[from..to].iter().map(|e| &e.def).collect();
                 let verdicts = self.tools_visible(&scope.caller, &batch).await;
                 for (entry, shown) in entries[from..to].iter().zip(verdicts) {
