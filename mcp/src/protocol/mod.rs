@@ -18,7 +18,7 @@ mod prompts;
 mod reply;
 mod resources;
 mod stateless;
-mod tool_schema;
+pub(crate) mod tool_schema;
 mod tools;
 mod version;
 

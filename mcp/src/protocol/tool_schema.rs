@@ -114,6 +114,47 @@ impl<'de> Deserialize<'de> for ToolSchema {
     }
 }
 
+/// The schema annotation that mirrors an argument into an `Mcp-Param-*` header
+/// (2026-07-28).
+const X_MCP_HEADER: &str = "x-mcp-header";
+
+/// One argument a tool mirrors into a header.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct HeaderParam {
+    /// The chain of `properties` keys from the schema root.
+    pub(crate) path: Vec<String>,
+    /// The `x-mcp-header` value (the header is `Mcp-Param-<header>`).
+    pub(crate) header: String,
+}
+
+/// The arguments an input schema mirrors into headers: properties carrying `x-mcp-header`,
+/// reachable from the root through `properties` alone (an annotation anywhere else is not
+/// valid and mirrors nothing). Worked out once, when a tool is registered.
+pub(crate) fn header_params(schema: &Value) -> Vec<HeaderParam> {
+    fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<HeaderParam>) {
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+            return;
+        };
+        for (key, property) in properties {
+            path.push(key.clone());
+            if let Some(name) = property.get(X_MCP_HEADER).and_then(Value::as_str) {
+                out.push(HeaderParam {
+                    path: path.clone(),
+                    header: name.to_owned(),
+                });
+            }
+            walk(property, path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(schema, &mut Vec::new(), &mut out);
+    // In path order whatever order the schema's maps keep (serde_json's `preserve_order`),
+    // so the first mismatch named is the same in every build.
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

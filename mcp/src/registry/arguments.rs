@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 
 use super::unknown::deserialize_checked;
 use crate::protocol::ToolSchema;
+use crate::protocol::tool_schema::{HeaderParam, header_params};
 
 /// The raw arguments of one tool call, with the tool's input schema for error messages.
 #[derive(Clone, Debug)]
@@ -136,21 +137,35 @@ pub(crate) fn json_text(raw: Option<&str>) -> &str {
 pub(crate) struct ArgsSchema {
     schema: ToolSchema,
     accepted: Option<Arc<[Box<str>]>>,
+    /// The arguments mirrored into `Mcp-Param-*` headers (`None`: none, the common case).
+    mirrored: Option<Arc<[HeaderParam]>>,
 }
 
 impl ArgsSchema {
-    /// From a schema kept as text (read once, to find the accepted names).
+    /// From a schema kept as text (read once, for what decoding and the headers need).
     pub(crate) fn new(schema: ToolSchema) -> Self {
-        let accepted = Self::accepted(&schema.to_value());
-        ArgsSchema { schema, accepted }
+        let value = schema.to_value();
+        Self::with_value(schema, &value)
     }
 
     /// From a schema as a value, which is then kept as text.
     pub(crate) fn from_value(schema: &Value) -> Self {
+        Self::with_value(ToolSchema::new(schema), schema)
+    }
+
+    fn with_value(schema: ToolSchema, value: &Value) -> Self {
+        let mirrored = header_params(value);
         ArgsSchema {
-            accepted: Self::accepted(schema),
-            schema: ToolSchema::new(schema),
+            schema,
+            accepted: Self::accepted(value),
+            mirrored: (!mirrored.is_empty()).then(|| mirrored.into()),
         }
+    }
+
+    /// The arguments the schema mirrors into headers.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn mirrored(&self) -> &[HeaderParam] {
+        self.mirrored.as_deref().unwrap_or_default()
     }
 
     fn accepted(schema: &Value) -> Option<Arc<[Box<str>]>> {

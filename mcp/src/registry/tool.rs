@@ -258,6 +258,13 @@ impl ToolDef {
         self.schema.schema()
     }
 
+    /// The arguments the input schema mirrors into `Mcp-Param-*` headers (2026-07-28),
+    /// worked out when the schema was set. (Read by the HTTP transport only.)
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn header_params(&self) -> &[crate::protocol::tool_schema::HeaderParam] {
+        self.schema.mirrored()
+    }
+
     /// Sets a display title.
     pub fn title(mut self, title: impl Into<String>) -> Self {
         self.tool.title = Some(title.into());

@@ -17,7 +17,6 @@ use axum::http::{HeaderMap, HeaderName};
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::protocol::ToolSchema;
 use crate::protocol::methods::{self, Method, Mirrored as MirroredMember};
 use crate::registry::Registry;
 
@@ -29,9 +28,6 @@ pub(crate) const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method
 pub(crate) const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
 /// The prefix of the headers that mirror tool arguments.
 const PARAM_PREFIX: &str = "mcp-param-";
-/// The keyword of a property schema naming the header that mirrors it.
-const X_MCP_HEADER: &str = "x-mcp-header";
-
 const B64_OPEN: &str = "=?base64?";
 const B64_CLOSE: &str = "?=";
 
@@ -134,7 +130,7 @@ fn check_params(
     let Some(def) = snapshot.tool(tool) else {
         return Ok(());
     };
-    let mirrored = header_params(def.input_schema());
+    let mirrored = def.header_params();
     if mirrored.is_empty() {
         return Ok(());
     }
@@ -142,7 +138,7 @@ fn check_params(
         Some(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
         None => Value::Null,
     };
-    for param in &mirrored {
+    for param in mirrored {
         let Ok(header) = HeaderName::from_bytes(
             format!("{PARAM_PREFIX}{}", param.header.to_ascii_lowercase()).as_bytes(),
         ) else {
@@ -180,48 +176,6 @@ fn check_params(
         }
     }
     Ok(())
-}
-
-/// One argument a tool mirrors into a header.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct HeaderParam {
-    /// The chain of `properties` keys from the schema root.
-    pub(crate) path: Vec<String>,
-    /// The `x-mcp-header` value (the header is `Mcp-Param-<header>`).
-    pub(crate) header: String,
-}
-
-/// The arguments an input schema mirrors into headers: properties carrying `x-mcp-header`,
-/// reachable from the root through `properties` alone (an annotation anywhere else is not
-/// valid and mirrors nothing).
-pub(crate) fn header_params(schema: &ToolSchema) -> Vec<HeaderParam> {
-    fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<HeaderParam>) {
-        let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-            return;
-        };
-        for (key, property) in properties {
-            path.push(key.clone());
-            if let Some(name) = property.get(X_MCP_HEADER).and_then(Value::as_str) {
-                out.push(HeaderParam {
-                    path: path.clone(),
-                    header: name.to_owned(),
-                });
-            }
-            walk(property, path, out);
-            path.pop();
-        }
-    }
-    let mut out = Vec::new();
-    // Most schemas mirror nothing: they are not read at all. The text is written by
-    // serde_json, which writes the annotation's name as it is, never escaped.
-    if !schema.as_str().contains(X_MCP_HEADER) {
-        return out;
-    }
-    walk(&schema.to_value(), &mut Vec::new(), &mut out);
-    // In path order whatever order the schema's maps keep (serde_json's `preserve_order`),
-    // so the first mismatch named is the same in every build.
-    out.sort_by(|a, b| a.path.cmp(&b.path));
-    out
 }
 
 /// A header's value without surrounding whitespace, when it appears once. A value that is
@@ -277,6 +231,7 @@ fn same_value(text: &str, body: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::tool_schema::{HeaderParam, header_params};
     use axum::http::HeaderValue;
     use serde_json::json;
 
@@ -330,7 +285,7 @@ mod tests {
                 "choice": {"anyOf": [{"type": "string", "x-mcp-header": "Choice"}]}
             }
         });
-        let found = header_params(&ToolSchema::from(schema));
+        let found = header_params(&schema);
         assert_eq!(
             found,
             vec![
