@@ -119,7 +119,19 @@ impl Cluster {
             r.child = Some(spawn(&binary, &args, r));
         }
         for r in &mut replicas {
-            wait_listening(r);
+            // Another process may have taken the port since it was picked: a new one then,
+            // as nobody knows this replica's address yet.
+            let mut tries = 0;
+            while let Err(log) = wait_listening(r) {
+                tries += 1;
+                assert!(
+                    tries < 5 && log.contains("Address already in use"),
+                    "the replica on {} exited at start:\n{log}",
+                    r.addr
+                );
+                r.addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+                r.child = Some(spawn(&binary, &args, r));
+            }
         }
         let upstreams: Vec<SocketAddr> = replicas.iter().map(|r| r.addr).collect();
         let nginx = Nginx::start(
@@ -218,7 +230,9 @@ impl Cluster {
         self.kill(i);
         let r = &mut self.replicas[i];
         r.child = Some(spawn(&self.binary, &self.args, r));
-        wait_listening(r);
+        if let Err(log) = wait_listening(r) {
+            panic!("the replica on {} exited at restart:\n{log}", r.addr);
+        }
     }
 
     /// What replica `i` wrote on stderr (its log, at `warn`), across restarts.
@@ -279,16 +293,21 @@ fn spawn(binary: &Path, args: &[String], r: &Replica) -> Child {
 }
 
 /// Waits until replica `r` accepts connections (it joins Redis before it listens), within
-/// 30 s; panics with its log if it exits or does not.
-fn wait_listening(r: &mut Replica) {
+/// 30 s; panics if it does not. When the replica exits instead, `Err` with its log.
+///
+/// A connection accepted while the replica has already exited was answered by someone
+/// else on its port, so the replica is asked again after a successful connect.
+fn wait_listening(r: &mut Replica) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(r.addr).is_err() {
+    loop {
+        let connected = std::net::TcpStream::connect(r.addr).is_ok();
         if let Some(Ok(Some(status))) = r.child.as_mut().map(Child::try_wait) {
-            panic!(
-                "the replica on {} exited at start ({status}):\n{}",
-                r.addr,
-                std::fs::read_to_string(&r.log).unwrap_or_default()
-            );
+            r.child = None;
+            let log = std::fs::read_to_string(&r.log).unwrap_or_default();
+            return Err(format!("({status})\n{log}"));
+        }
+        if connected {
+            return Ok(());
         }
         assert!(
             Instant::now() < deadline,

@@ -191,12 +191,26 @@ impl Drop for RedisServer {
     }
 }
 
-/// A loopback port nobody listens on (bound, then released).
+/// A loopback port nobody listens on (bound, then released), never the same one twice in
+/// this process.
+///
+/// The kernel may hand a released port out again at once, so two tests starting servers
+/// side by side could both be given it: one server would then fail to bind while the
+/// other answered both tests' readiness probes (a cluster test once lost a replica that
+/// way). Remembering every port given out rules that out within a test binary.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port")
+            .port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// Which backend a scale-out scenario runs on.
