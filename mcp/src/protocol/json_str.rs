@@ -25,9 +25,32 @@ pub(crate) fn first_escaped(bytes: &[u8]) -> Option<usize> {
         .map(|i| at + i)
 }
 
+/// Appends `s` to `out` as a JSON string: copied as it is when nothing in it needs
+/// escaping (a cursor, a name), escaped by serde_json otherwise.
+pub(crate) fn push_json_str(out: &mut String, s: &str) {
+    if first_escaped(s.as_bytes()).is_none() {
+        out.reserve(s.len() + 2);
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        // Serializing a string cannot fail.
+        out.push_str(&serde_json::to_string(s).unwrap_or_default());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pushed_strings_are_what_serde_json_writes() {
+        for s in ["", "plain", "a\"b", "back\\slash", "ctl\u{1}", "é ü"] {
+            let mut out = String::from("x");
+            push_json_str(&mut out, s);
+            assert_eq!(out, format!("x{}", serde_json::to_string(s).unwrap()));
+        }
+    }
 
     #[test]
     fn the_first_escaped_byte_is_found_at_every_offset() {

@@ -462,6 +462,35 @@ pub(crate) struct Page<'a> {
     pub(crate) next_cursor: Option<String>,
 }
 
+impl Page<'_> {
+    /// How long the page's members are as JSON text (an upper bound: the cursor's
+    /// characters never need escaping, and a little room is left for its quotes).
+    pub(crate) fn members_len(&self, key: &str) -> usize {
+        let items: usize = self.items.iter().map(|i| i.get().len() + 1).sum();
+        let cursor = self.next_cursor.as_ref().map_or(0, |c| c.len() + 16);
+        key.len() + 8 + items + cursor
+    }
+
+    /// Appends the page's members, `"<key>":[...]` and `,"nextCursor":"..."` when more
+    /// follow, straight to `out` (the reply's frame): the entries' JSON is copied once.
+    pub(crate) fn write_members(&self, key: &str, out: &mut String) {
+        out.push('"');
+        out.push_str(key);
+        out.push_str("\":[");
+        for (i, item) in self.items.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(item.get());
+        }
+        out.push(']');
+        if let Some(cursor) = &self.next_cursor {
+            out.push_str(",\"nextCursor\":");
+            crate::protocol::json_str::push_json_str(out, cursor);
+        }
+    }
+}
+
 /// Why a cursor could not be used.
 #[derive(Debug)]
 pub(crate) struct BadCursor;

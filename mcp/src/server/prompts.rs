@@ -7,7 +7,6 @@ use serde_json::value::RawValue;
 use super::compat;
 use super::dispatch::{Outcome, Scope, parse_params, run_handler};
 use super::stateless::args_digest;
-use super::tools::list_json;
 use super::{Reply, Server};
 use crate::elicit::state::Binding;
 use crate::protocol::{ErrorObject, GetPromptRequestParams, PaginatedParams, methods};
@@ -30,7 +29,7 @@ impl Server {
         )
         .map_err(|_| ErrorObject::invalid_params("Invalid params: unknown cursor"))?;
         let cache = self.list_cache(scope, ListKind::Prompts);
-        Ok(self.reply_raw(scope, &list_json("prompts", page), cache))
+        Ok(self.reply_page(scope, "prompts", &page, cache))
     }
 
     pub(super) async fn get_prompt(

@@ -8,7 +8,6 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use super::dispatch::{Outcome, Scope, contained, parse_params, run_handler};
-use super::tools::list_json;
 use super::{Reply, Server};
 use crate::context::{Caller, Ctx};
 use crate::elicit::mrtr::Mrtr;
@@ -43,7 +42,7 @@ impl Server {
                 |_, _| true,
             )
             .map_err(bad_cursor)?;
-            return Ok(self.reply_raw(scope, &list_json("resources", page), cache));
+            return Ok(self.reply_page(scope, "resources", &page, cache));
         }
         // Templates that list their instances make the list dynamic: gather, order by URI,
         // then page like any other list.
@@ -71,7 +70,7 @@ impl Server {
             |_, _| true,
         )
         .map_err(bad_cursor)?;
-        Ok(self.reply_raw(scope, &list_json("resources", page), cache))
+        Ok(self.reply_page(scope, "resources", &page, cache))
     }
 
     pub(super) async fn list_templates(
@@ -90,7 +89,7 @@ impl Server {
         )
         .map_err(|_| ErrorObject::invalid_params("Invalid params: unknown cursor"))?;
         let cache = self.list_cache(scope, ListKind::Resources);
-        Ok(self.reply_raw(scope, &list_json("resourceTemplates", page), cache))
+        Ok(self.reply_page(scope, "resourceTemplates", &page, cache))
     }
 
     pub(super) async fn read_resource(

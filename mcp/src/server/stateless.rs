@@ -21,7 +21,7 @@ use crate::protocol::{
     ListenParams, Meta, ReadResourceResult, RequestId, ServerCapabilities, SubscriptionFilter,
     codes, meta_keys, methods,
 };
-use crate::registry::ListKind;
+use crate::registry::{ListKind, Page};
 use crate::server::{Outbound, Transport};
 
 /// A cache hint for a cacheable result.
@@ -87,7 +87,22 @@ fn decorate_into(
         .trim()
         .strip_prefix('{')
         .and_then(|s| s.strip_suffix('}'))
-        .unwrap_or("");
+        .unwrap_or("")
+        .trim();
+    let members = (!inner.is_empty()).then_some(|out: &mut String| out.push_str(inner));
+    decorate_members(out, members, result_type, server_info, cache);
+}
+
+/// Writes a 2026-07-28 result object to `out`: its own members first (`resultType`,
+/// `_meta.serverInfo`, the cache hint), then the ones `members` appends (a result's
+/// members, without braces), so a result can be written in place instead of spliced.
+fn decorate_members(
+    out: &mut String,
+    members: Option<impl FnOnce(&mut String)>,
+    result_type: Option<&str>,
+    server_info: Option<&str>,
+    cache: Option<CacheHint>,
+) {
     out.push('{');
     let mut first = true;
     let mut sep = |out: &mut String| {
@@ -120,9 +135,9 @@ fn decorate_into(
             c.scope.as_str()
         );
     }
-    if !inner.trim().is_empty() {
+    if let Some(write) = members {
         sep(out);
-        out.push_str(inner);
+        write(out);
     }
     out.push('}');
 }
@@ -183,6 +198,35 @@ impl Server {
     }
 
     /// A success reply from already serialized JSON, shaped for the request's era.
+    /// A success reply for one page of a list, its entries' JSON copied once, straight
+    /// into the frame that goes out, shaped for the request's era.
+    pub(crate) fn reply_page(
+        &self,
+        scope: &Scope,
+        key: &str,
+        page: &Page<'_>,
+        cache: Option<CacheHint>,
+    ) -> Reply {
+        let len = page.members_len(key);
+        let members = |out: &mut String| page.write_members(key, out);
+        match scope.caller.stateless {
+            None => Reply::result_with(&scope.id, len + 2, |frame| {
+                frame.push('{');
+                members(frame);
+                frame.push('}');
+            }),
+            Some(_) => Reply::result_with(&scope.id, len + 160, |frame| {
+                decorate_members(
+                    frame,
+                    Some(members),
+                    Some("complete"),
+                    Some(&self.inner.server_info_json),
+                    cache,
+                )
+            }),
+        }
+    }
+
     pub(crate) fn reply_raw(&self, scope: &Scope, json: &str, cache: Option<CacheHint>) -> Reply {
         match scope.caller.stateless {
             None => Reply::raw_result(&scope.id, json),

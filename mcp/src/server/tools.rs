@@ -24,7 +24,7 @@ use crate::elicit::state::{ApprovalState, Binding};
 use crate::elicit::{APPROVAL_KEY, Approval, ask_approval, judge};
 use crate::protocol::methods::Method;
 use crate::protocol::{CallToolResult, ErrorObject, Meta, PaginatedParams, ProgressToken, methods};
-use crate::registry::{ListKind, Page, PageLimit, ToolArgs, ToolDef, page_from, page_start};
+use crate::registry::{ListKind, PageLimit, ToolArgs, ToolDef, page_from, page_start};
 use crate::server::Transport;
 
 /// How many tools a listing behind an authorizer decides at once (concurrently): a page
@@ -95,7 +95,7 @@ impl Server {
             )
         };
         let cache = self.list_cache(scope, ListKind::Tools);
-        Ok(self.reply_raw(scope, &list_json("tools", page), cache))
+        Ok(self.reply_page(scope, "tools", &page, cache))
     }
 
     /// Whether `caller` may see (and so call without being refused) each of `tools`: the
@@ -659,27 +659,4 @@ fn has_scopes(caller: &Caller, tool: &ToolDef) -> bool {
         .auth
         .principal()
         .is_some_and(|p| p.has_scopes(tool.required_scopes()))
-}
-
-/// A list result `{"<key>":[...],"nextCursor":"..."}` assembled from entries serialized at
-/// registration.
-pub(crate) fn list_json(key: &str, page: Page<'_>) -> String {
-    let mut json =
-        String::with_capacity(64 + page.items.iter().map(|i| i.get().len() + 1).sum::<usize>());
-    json.push_str("{\"");
-    json.push_str(key);
-    json.push_str("\":[");
-    for (i, item) in page.items.iter().enumerate() {
-        if i > 0 {
-            json.push(',');
-        }
-        json.push_str(item.get());
-    }
-    json.push(']');
-    if let Some(cursor) = page.next_cursor {
-        json.push_str(",\"nextCursor\":");
-        json.push_str(&Value::String(cursor).to_string());
-    }
-    json.push('}');
-    json
 }
