@@ -89,6 +89,49 @@ async fn a_line_at_the_limit_is_served() {
     assert!(pipe.finished_within(Duration::from_secs(2)).await.is_some());
 }
 
+#[tokio::test]
+async fn large_replies_and_small_ones_from_one_read_all_arrive_whole() {
+    // Replies from 64 KiB up are written from their own buffers, the others batched: lines
+    // of both kinds, sent in one write through a narrow pipe, come back whole and once.
+    let big = ToolDef::new(
+        "big",
+        "d",
+        json!({"type": "object"}),
+        |_c, a: mcp::registry::ToolArgs| async move {
+            let n = a.to_value()["n"].as_u64().unwrap_or(0) as usize;
+            mcp::protocol::CallToolResult::text("b".repeat(n))
+        },
+    );
+    let server = Server::builder("limits", "1").tool(big).build().unwrap();
+    let mut pipe = PipeServer::start(server, 4096);
+    pipe.initialize(json!({})).await;
+    let sizes = [0, 200_000, 10, 70_000, 65_536, 1];
+    let mut lines = String::new();
+    for (i, n) in sizes.iter().enumerate() {
+        lines.push_str(&call_frame(100 + i as i64, "big", json!({"n": n})).to_string());
+        lines.push('\n');
+    }
+    pipe.write(lines.as_bytes()).await.unwrap();
+    let mut seen = std::collections::BTreeMap::new();
+    while seen.len() < sizes.len() {
+        let reply = pipe.recv().await;
+        let id = reply["id"].as_i64().expect("a reply");
+        let text = first_text(&reply["result"]);
+        assert!(
+            seen.insert(id, text.len()).is_none(),
+            "id {id} answered twice"
+        );
+    }
+    let expected: std::collections::BTreeMap<i64, usize> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (100 + i as i64, *n))
+        .collect();
+    assert_eq!(seen, expected);
+    let pong = pipe.request("ping", json!({})).await;
+    assert_eq!(pong["result"], json!({}), "{pong}");
+}
+
 // ---- requests per connection ----
 
 #[test]

@@ -37,6 +37,9 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 const READ_CHUNK: usize = 64 * 1024;
 const WRITE_BATCH: usize = 256 * 1024;
+/// From this size on, a frame is written from its own buffer instead of being copied into
+/// the write batch (copying costs more than the write call saved).
+const DIRECT_WRITE: usize = 64 * 1024;
 
 /// Serves `server` on the process's stdin and stdout until stdin closes or the process is
 /// sent SIGTERM. On SIGTERM no new request is accepted (each gets an error), answers and
@@ -339,8 +342,11 @@ fn oversized(max: usize) -> String {
 
 /// Appends a reply to the batch of replies from one read (one JSON line each).
 fn push_reply(batch: &mut String, reply: Option<Reply>) {
-    if let Some(reply) = reply {
-        batch_frame(batch, reply.frame());
+    match reply {
+        // The first reply of a batch is the batch: its frame is kept, not copied.
+        Some(reply) if batch.is_empty() => *batch = reply.into_frame(),
+        Some(reply) => batch_frame(batch, reply.frame()),
+        None => {}
     }
 }
 
@@ -381,6 +387,15 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             }
             return writer.flush().await;
         };
+        if first.len() >= DIRECT_WRITE {
+            // A large frame (a page of a listing, a big result) goes out from its own
+            // buffer, not copied into the batch; what is queued behind it goes next.
+            let mut frame = first;
+            frame.push('\n');
+            writer.write_all(frame.as_bytes()).await?;
+            writer.flush().await?;
+            continue;
+        }
         push_frame(&mut buf, &first);
         while buf.len() < WRITE_BATCH {
             match rx.try_recv() {
