@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::BoxFuture;
-use super::arguments::{ArgsSchema, ArgumentError, Decoded, ToolArgs, json_text};
+use super::arguments::{ArgsSchema, ArgsText, ArgumentError, Decoded, ToolArgs, json_text};
 use super::output::IntoToolResult;
 use crate::context::Ctx;
 use crate::protocol::{CallToolResult, Icon, Tool, ToolAnnotations, ToolSchema};
@@ -234,7 +234,7 @@ impl ToolDef {
     }
 
     /// The arguments handed to the handler, with the value decoded earlier if any.
-    pub(crate) fn call_args(&self, raw: Option<Arc<str>>, decoded: Option<Decoded>) -> ToolArgs {
+    pub(crate) fn call_args(&self, raw: Option<ArgsText>, decoded: Option<Decoded>) -> ToolArgs {
         ToolArgs::with_schema(raw, self.schema.clone()).with_decoded(decoded)
     }
 

@@ -26,6 +26,7 @@ use crate::protocol::{
     CancelledParams, Era, ErrorObject, Message, Meta, Notification, ProgressToken, ProtocolVersion,
     Request, RequestId, methods,
 };
+use crate::registry::SharedParams;
 
 /// One request being served: who asked and under which id.
 pub(crate) struct Scope {
@@ -145,12 +146,15 @@ impl Server {
         mut extras: RequestExtras,
     ) -> Option<Reply> {
         let Request { id, method, params } = request;
+        // Shared, not copied: a tool call's arguments are a slice of them.
+        let params: Option<SharedParams> = params.map(Arc::new);
+        let params = params.as_ref();
         let stateless = match extras.meta.take() {
             // The transport read and admitted the metadata already.
             Some(meta) => Some(meta),
-            None => match conn.era_of(&method, params.as_deref(), extras.era) {
+            None => match conn.era_of(&method, raw(params), extras.era) {
                 Era::Handshake => None,
-                Era::Stateless => match StatelessMeta::read(&method, params.as_deref()) {
+                Era::Stateless => match StatelessMeta::read(&method, raw(params)) {
                     Ok(meta) => Some(Arc::new(meta)),
                     Err(e) => return Some(Reply::error(Some(&id), &e)),
                 },
@@ -223,7 +227,7 @@ impl Server {
         #[cfg(feature = "otel")]
         let traced = crate::telemetry::RequestTrace::start(&crate::telemetry::RequestFacts {
             method: spec.method.name(),
-            params: params.as_deref(),
+            params: raw(params),
             id: &scope.id,
             version: scope.version(),
             network_transport: match conn.transport {
@@ -239,7 +243,7 @@ impl Server {
                 .as_deref()
                 .map(|h| h as &dyn crate::telemetry::HeaderSource),
         });
-        let mut route = std::pin::pin!(self.route(&scope, spec.method, params.as_deref()));
+        let mut route = std::pin::pin!(self.route(&scope, spec.method, params));
         // Polled inside the request's span, when there is one; the future is not moved.
         #[cfg(feature = "otel")]
         let span = traced.as_ref().map(|t| t.span().clone());
@@ -345,10 +349,11 @@ impl Server {
 
     /// The seams, then the layers around the handler. A tool call is authorized (and
     /// approved) inside `call_tool`, which runs the layers itself once it may proceed.
-    async fn route(&self, scope: &Scope, method: Method, params: Option<&RawValue>) -> Reply {
+    async fn route(&self, scope: &Scope, method: Method, shared: Option<&SharedParams>) -> Reply {
+        let params = raw(shared);
         let result = match self.seam(scope, method, params).await {
             Err(e) => Err(e),
-            Ok(()) if method == Method::ToolsCall => self.call_tool(scope, params).await,
+            Ok(()) if method == Method::ToolsCall => self.call_tool(scope, params, shared).await,
             // Without layers, nothing to wrap: the handler's future is not boxed.
             Ok(()) if self.inner.layers.is_empty() => self.serve(scope, method, params).await,
             Ok(()) => {
@@ -388,7 +393,7 @@ impl Server {
             Method::ServerDiscover => self.discover(scope),
             Method::SubscriptionsListen => self.listen(scope, params).await,
             Method::ToolsList => self.list_tools(scope, params).await,
-            Method::ToolsCall => self.call_tool(scope, params).await,
+            Method::ToolsCall => self.call_tool(scope, params, None).await,
             Method::ResourcesList => self.list_resources(scope, params).await,
             Method::ResourcesTemplatesList => self.list_templates(scope, params).await,
             Method::ResourcesRead => self.read_resource(scope, params).await,
@@ -644,6 +649,11 @@ pub(crate) async fn contained<T, F: std::future::Future<Output = T>>(
 }
 
 /// The text of a panic payload, for the log.
+/// The params as they were sent.
+fn raw(params: Option<&SharedParams>) -> Option<&RawValue> {
+    params.map(|p| &***p)
+}
+
 /// Parses a method's params. Absent params are `{}` unless the method requires them.
 pub(crate) fn parse_params<'a, T: Deserialize<'a>>(
     method: &str,

@@ -24,7 +24,9 @@ use crate::elicit::state::{ApprovalState, Binding};
 use crate::elicit::{APPROVAL_KEY, Approval, ask_approval, judge};
 use crate::protocol::methods::Method;
 use crate::protocol::{CallToolResult, ErrorObject, Meta, PaginatedParams, ProgressToken, methods};
-use crate::registry::{ListKind, PageLimit, ToolArgs, ToolDef, page_from, page_start};
+use crate::registry::{
+    ArgsText, ListKind, PageLimit, SharedParams, ToolArgs, ToolDef, page_from, page_start,
+};
 use crate::server::Transport;
 
 /// How many tools a listing behind an authorizer decides at once (concurrently): a page
@@ -152,6 +154,7 @@ impl Server {
         &self,
         scope: &Scope,
         params: Option<&RawValue>,
+        shared: Option<&SharedParams>,
     ) -> Result<Reply, ErrorObject> {
         let p: CallParams<'_> = parse_params(methods::TOOLS_CALL, params, true)?;
         let snapshot = self.registry().snapshot();
@@ -299,7 +302,7 @@ impl Server {
         };
         let token = progress_token(p.meta.as_ref());
         let args = tool.call_args(
-            p.arguments.map(|a| Arc::from(a.get())),
+            p.arguments.map(|a| ArgsText::within(shared, a)),
             request.take_decoded(),
         );
         // Allowed (or approved): now the layers, around the tool.
