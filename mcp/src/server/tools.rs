@@ -117,7 +117,8 @@ impl Server {
                         Seam::Tool,
                         tool.name(),
                         Some(tool),
-                        ArgsSource::Value(Value::Object(Default::default())),
+                        // Listing asks with no arguments: `{}` as text costs nothing to build or drop.
+                        ArgsSource::Raw("{}"),
                         &caller.auth,
                     )
                 })
