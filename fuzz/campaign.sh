@@ -15,7 +15,9 @@
 #        FUZZ_CAMPAIGN_SECONDS to bound each target's run in time instead (executions
 #        add up over campaigns: see fuzz/campaign.md); FUZZ_SANITIZER, FUZZ_TARGET_DIR as
 #        in .ci/fuzz.sh; FUZZ_BUILD_FLAGS, more `cargo fuzz build` flags (`-a`: debug
-#        assertions, so an arithmetic overflow is a finding too).
+#        assertions, so an arithmetic overflow is a finding too); FUZZ_TIMEOUT, seconds one
+#        input may run before it counts as a hang (default 10; a campaign niced beside
+#        builds can be starved that long by the scheduler: use 60 there).
 #
 # Long campaigns run best with FUZZ_SANITIZER=none FUZZ_BUILD_FLAGS=-a: AddressSanitizer
 # checks memory accesses, which only unsafe code can get wrong, and our code is safe Rust
@@ -35,7 +37,7 @@ TARGET_DIR="${FUZZ_TARGET_DIR:-${HOME}/.cache/mcp-fuzz-target}"
 read -r -a build_flags <<<"${FUZZ_BUILD_FLAGS:-}"
 fuzz=(--sanitizer "$SANITIZER" "${build_flags[@]}" --target-dir "$TARGET_DIR")
 build="$SANITIZER${FUZZ_BUILD_FLAGS:+ $FUZZ_BUILD_FLAGS}"
-limits=(-timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024)
+limits=(-timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -malloc_limit_mb=1024)
 
 if [ "$#" -gt 0 ]; then
   targets=("$@")
