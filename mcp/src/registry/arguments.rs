@@ -627,6 +627,8 @@ fn truncate(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize;
+    use serde_json::json;
 
     #[test]
     fn arguments_read_out_of_the_params_share_them_and_others_are_copied() {
@@ -634,7 +636,7 @@ mod tests {
             RawValue::from_string(r#"{"name":"t","arguments":{"text":"héllo"}}"#.to_owned())
                 .unwrap(),
         );
-        #[derive(serde::Deserialize)]
+        #[derive(Deserialize)]
         struct P<'a> {
             #[serde(borrow)]
             arguments: &'a RawValue,
@@ -657,8 +659,6 @@ mod tests {
             ArgsText::Own(_)
         ));
     }
-    use serde::Deserialize;
-    use serde_json::json;
 
     #[derive(Debug, Deserialize)]
     #[allow(dead_code)]

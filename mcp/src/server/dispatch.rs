@@ -648,7 +648,6 @@ pub(crate) async fn contained<T, F: std::future::Future<Output = T>>(
     }
 }
 
-/// The text of a panic payload, for the log.
 /// The params as they were sent.
 fn raw(params: Option<&SharedParams>) -> Option<&RawValue> {
     params.map(|p| &***p)

@@ -197,7 +197,6 @@ impl Server {
         }
     }
 
-    /// A success reply from already serialized JSON, shaped for the request's era.
     /// A success reply for one page of a list, its entries' JSON copied once, straight
     /// into the frame that goes out, shaped for the request's era.
     pub(crate) fn reply_page(
@@ -227,6 +226,7 @@ impl Server {
         }
     }
 
+    /// A success reply from already serialized JSON, shaped for the request's era.
     pub(crate) fn reply_raw(&self, scope: &Scope, json: &str, cache: Option<CacheHint>) -> Reply {
         match scope.caller.stateless {
             None => Reply::raw_result(&scope.id, json),

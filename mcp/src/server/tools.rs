@@ -117,7 +117,8 @@ impl Server {
                         Seam::Tool,
                         tool.name(),
                         Some(tool),
-                        // Listing asks with no arguments: `{}` as text costs nothing to build or drop.
+                        // Listing asks with no arguments: `{}` as text costs nothing
+                        // to build or to drop.
                         ArgsSource::Raw("{}"),
                         &caller.auth,
                     )
