@@ -80,6 +80,29 @@ impl Replicas {
                 cluster,
             });
         }
+        if let Backend::Redis { _server, .. } = &backend {
+            // A replica subscribes to the bus in the background after it starts; a
+            // message published before every replica listens would be lost, so the test
+            // begins once all three are subscribed.
+            let bus = format!("t-{test}-{}:bus", std::process::id());
+            let deadline = std::time::Instant::now() + PATIENCE;
+            loop {
+                let count = _server.command(&[
+                    "EVAL",
+                    "return redis.call('PUBSUB', 'NUMSUB', KEYS[1])[2]",
+                    "1",
+                    &bus,
+                ]);
+                if count == ":3" {
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the replicas did not all subscribe to {bus}: {count}"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
         Some(Replicas { backend, replicas })
     }
 
