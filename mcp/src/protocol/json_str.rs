@@ -39,16 +39,34 @@ pub(crate) fn push_json_str(out: &mut String, s: &str) {
     }
 }
 
+/// Writes `s` as a JSON string as serde_json does, to a byte buffer ([`push_json_str`]
+/// for a `String`): a string without `"`, `\` or control characters is copied as it is
+/// (a tool's text result may be a whole file).
+pub(crate) fn write_json_str(out: &mut Vec<u8>, s: &str) -> serde_json::Result<()> {
+    if first_escaped(s.as_bytes()).is_none() {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        Ok(())
+    } else {
+        serde_json::to_writer(out, s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn pushed_strings_are_what_serde_json_writes() {
+    fn written_strings_are_what_serde_json_writes() {
         for s in ["", "plain", "a\"b", "back\\slash", "ctl\u{1}", "é ü"] {
             let mut out = String::from("x");
             push_json_str(&mut out, s);
             assert_eq!(out, format!("x{}", serde_json::to_string(s).unwrap()));
+            let mut bytes = b"x".to_vec();
+            write_json_str(&mut bytes, s).unwrap();
+            assert_eq!(bytes, out.as_bytes());
         }
     }
 

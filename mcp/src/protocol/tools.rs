@@ -145,7 +145,7 @@ impl CallToolResult {
                     meta: None,
                 }) => {
                     out.extend_from_slice(br#"{"type":"text","text":"#);
-                    write_json_str(out, text)?;
+                    super::json_str::write_json_str(out, text)?;
                     out.push(b'}');
                 }
                 other => serde_json::to_writer(&mut *out, other)?,
@@ -194,21 +194,6 @@ impl CallToolResult {
     /// Whether this result reports an error.
     pub fn is_error(&self) -> bool {
         self.is_error == Some(true)
-    }
-}
-
-/// Writes `s` as a JSON string as serde_json does: only `"`, `\` and control characters
-/// are escaped, so a string without them is copied as it is (found eight bytes at a time:
-/// a tool's text result may be a whole file).
-fn write_json_str(out: &mut Vec<u8>, s: &str) -> serde_json::Result<()> {
-    if super::json_str::first_escaped(s.as_bytes()).is_none() {
-        out.reserve(s.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-        Ok(())
-    } else {
-        serde_json::to_writer(out, s)
     }
 }
 
