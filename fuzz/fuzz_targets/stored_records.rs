@@ -6,7 +6,7 @@
 //! 0. a session's Redis hash, as a JSON object of fields (`owner`, `caps`, `info`,
 //!    `version`, `level`, `init`, `conn`), for the sessions named `hostile-*`;
 //! 1. a running stream's record; 2. a parked question; 3. a task;
-//! 4. a bus message delivered to the replica;
+//! 4. a bus message delivered to the replica (or word that the bus came back after a break);
 //! 5. a stream's stored events, as a JSON array of `[position, frame]` (and `true` at the
 //!    end: the stream ended);
 //! 6. the body of a request on the hostile session; 7. a `Last-Event-ID`.
@@ -30,8 +30,8 @@ use futures::future::BoxFuture;
 use libfuzzer_sys::fuzz_target;
 use mcp::cluster::memory::MemoryBackend;
 use mcp::cluster::{
-    Bus, Cluster, Deliver, Envelope, EventStore, NonceStore, ParkedAsk, Replay, SessionChange,
-    SessionRecord, SessionStore, StoreError, StoreResult, StoredEvent, StreamInfo,
+    Bus, Cluster, Deliver, Envelope, EventStore, Heard, NonceStore, ParkedAsk, Replay,
+    SessionChange, SessionRecord, SessionStore, StoreError, StoreResult, StoredEvent, StreamInfo,
 };
 use mcp::fuzzing::{redis_session_record, redis_value};
 use mcp::tasks::{Admission, MemoryTaskStore, TaskLimits, TaskRecord, TaskStore};
@@ -309,7 +309,12 @@ impl Bus for Hostile {
         self.honest.publish(message)
     }
 
-    fn listen(&self, replica: &str, deliver: Deliver, stop: CancellationToken) -> StoreResult<()> {
+    fn listen<'a>(
+        &'a self,
+        replica: &'a str,
+        deliver: Deliver,
+        stop: CancellationToken,
+    ) -> BoxFuture<'a, StoreResult<()>> {
         *self.deliver.lock().expect("not poisoned") = Some(Arc::clone(&deliver));
         self.honest.listen(replica, deliver, stop)
     }
@@ -418,8 +423,14 @@ fn world() -> &'static World {
             .allow_unauthorized_for_local_development(true)
             .allow_sessionless_requests(true)
             .max_sessions(64);
-        let app = router(server, config).expect("the router builds");
+        let app = router(server.clone(), config).expect("the router builds");
         runtime().block_on(async {
+            server
+                .cluster()
+                .expect("a replica")
+                .start()
+                .await
+                .expect("the bus listens");
             let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
                 "protocolVersion": "2025-11-25",
                 "capabilities": {"elicitation": {}, "tasks": {}},
@@ -602,13 +613,16 @@ fuzz_target!(|data: &[u8]| {
             );
         }
 
-        // A bus message, as if another replica published it.
-        if let Some(text) = envelope
-            && let Ok(message) = redis_value::<Envelope>(&text, "bus message")
-        {
+        // A bus message, as if another replica published it; text that is none says the
+        // bus came back after a break, and the replica reads the (hostile) store again.
+        if let Some(text) = envelope {
+            let heard = match redis_value::<Envelope>(&text, "bus message") {
+                Ok(message) => Heard::Message(message),
+                Err(_) => Heard::Resubscribed,
+            };
             let deliver = w.store.deliver.lock().expect("not poisoned").clone();
             if let Some(deliver) = deliver {
-                deliver(message);
+                deliver(heard);
             }
         }
         // Let whatever the input started run out.

@@ -358,8 +358,8 @@ async fn serve_network(
     }
     let legacy_sse = config.legacy_sse;
     let built = match transport {
-        TransportArg::Sse => crate::transport::sse::router(server, config.clone()),
-        _ => http::router(server, config.clone()),
+        TransportArg::Sse => crate::transport::sse::router(server.clone(), config.clone()),
+        _ => http::router(server.clone(), config.clone()),
     };
     let app = built.map_err(|e| match e {
         HttpError::Refused(refusal) => format!(
@@ -368,6 +368,9 @@ async fn serve_network(
         ),
         other => other.to_string(),
     })?;
+    http::join_cluster(&server)
+        .await
+        .map_err(|e| e.to_string())?;
     let bound = http::HttpServer::bind(app, config, addr)
         .await
         .map_err(|e| match e {

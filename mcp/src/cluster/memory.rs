@@ -14,8 +14,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Bus, Cluster, Deliver, Envelope, EventStore, NonceStore, ParkedAsk, Replay, SessionChange,
-    SessionRecord, SessionStore, StoreResult, StoredEvent, StreamInfo, pos_key,
+    Bus, Cluster, Deliver, Envelope, EventStore, Heard, NonceStore, ParkedAsk, Replay,
+    SessionChange, SessionRecord, SessionStore, StoreResult, StoredEvent, StreamInfo, pos_key,
 };
 
 fn now_ms() -> u64 {
@@ -89,10 +89,25 @@ struct MemSession {
     events: VecDeque<MemEvent>,
 }
 
+/// One replica's subscription to the bus.
+struct Listening {
+    tx: mpsc::UnboundedSender<Heard>,
+    /// Cut off for now ([`MemoryBackend::cut_bus`]): what is published meanwhile is lost
+    /// for it.
+    cut: bool,
+}
+
+impl Listening {
+    /// Hands `message` over; whether it was (a cut or closed subscription loses it).
+    fn hear(&self, message: &Envelope) -> bool {
+        !self.cut && self.tx.send(Heard::Message(message.clone())).is_ok()
+    }
+}
+
 #[derive(Default)]
 struct MemState {
     sessions: HashMap<String, MemSession>,
-    listeners: HashMap<String, mpsc::UnboundedSender<Envelope>>,
+    listeners: HashMap<String, Listening>,
     alive: HashMap<String, Instant>,
     dead: HashSet<String>,
     seq: u64,
@@ -171,6 +186,27 @@ impl MemoryBackend {
         )
         .with_tasks(Arc::clone(&this.tasks) as Arc<dyn crate::tasks::TaskStore>)
         .with_backend(this)
+    }
+
+    /// Breaks `replica`'s bus subscription, as a Redis restart or a dropped link would:
+    /// it hears nothing published until [`MemoryBackend::restore_bus`], and what is
+    /// published meanwhile is lost for it (a message sent to it alone is received by
+    /// nobody). Its heartbeat and the stores are untouched.
+    pub fn cut_bus(&self, replica: &str) {
+        if let Some(l) = self.state.lock().listeners.get_mut(replica) {
+            l.cut = true;
+        }
+    }
+
+    /// Mends a subscription [`MemoryBackend::cut_bus`] broke: `replica` hears messages
+    /// again, and first [`Heard::Resubscribed`], as after a real reconnect.
+    pub fn restore_bus(&self, replica: &str) {
+        if let Some(l) = self.state.lock().listeners.get_mut(replica)
+            && l.cut
+        {
+            l.cut = false;
+            let _ = l.tx.send(Heard::Resubscribed);
+        }
     }
 
     /// Makes `replica` dead, as if its process were killed: it stops receiving bus
@@ -419,32 +455,35 @@ impl Bus for MemoryBackend {
             Some(to) => state
                 .listeners
                 .get(to)
-                .map_or(0, |tx| usize::from(tx.send(message.clone()).is_ok())),
-            None => state
-                .listeners
-                .values()
-                .filter(|tx| tx.send(message.clone()).is_ok())
-                .count(),
+                .map_or(0, |l| usize::from(l.hear(message))),
+            None => state.listeners.values().filter(|l| l.hear(message)).count(),
         };
         ready(Ok(delivered))
     }
 
-    fn listen(&self, replica: &str, deliver: Deliver, stop: CancellationToken) -> StoreResult<()> {
+    fn listen<'a>(
+        &'a self,
+        replica: &'a str,
+        deliver: Deliver,
+        stop: CancellationToken,
+    ) -> BoxFuture<'a, StoreResult<()>> {
         let (tx, mut rx) = mpsc::unbounded_channel();
         {
             let mut state = self.state.lock();
             if state.dead.contains(replica) {
-                return Ok(());
+                return ready(Ok(()));
             }
-            state.listeners.insert(replica.to_owned(), tx);
+            state
+                .listeners
+                .insert(replica.to_owned(), Listening { tx, cut: false });
         }
         let state = Arc::clone(&self.state);
         let me = replica.to_owned();
         tokio::spawn(async move {
             loop {
                 tokio::select! {
-                    message = rx.recv() => match message {
-                        Some(m) => deliver(m),
+                    heard = rx.recv() => match heard {
+                        Some(h) => deliver(h),
                         None => break,
                     },
                     _ = stop.cancelled() => break,
@@ -452,7 +491,7 @@ impl Bus for MemoryBackend {
             }
             state.lock().listeners.remove(&me);
         });
-        Ok(())
+        ready(Ok(()))
     }
 
     fn heartbeat<'a>(&'a self, replica: &'a str, ttl: Duration) -> BoxFuture<'a, StoreResult<()>> {

@@ -51,7 +51,6 @@ pub mod redis;
 use crate::protocol::methods::ListKind;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -528,18 +527,37 @@ impl Envelope {
     }
 }
 
-/// Receives the bus's messages for one replica.
-pub type Deliver = Arc<dyn Fn(Envelope) + Send + Sync>;
+/// What one replica's bus subscription hears.
+#[derive(Debug)]
+pub enum Heard {
+    /// A message published on the bus (by another replica, or by this one).
+    Message(Envelope),
+    /// The subscription is back after a break (Redis restarted, the link to it dropped):
+    /// whatever was published meanwhile was lost, so receivers read the shared state again
+    /// instead of waiting for messages that will not come.
+    Resubscribed,
+}
+
+/// Receives what the bus hears for one replica.
+pub type Deliver = Arc<dyn Fn(Heard) + Send + Sync>;
 
 /// How replicas talk to each other, and how they tell who is alive.
 pub trait Bus: Send + Sync + 'static {
     /// Sends a message: to every replica, or to its [`recipient`](BusMessage::recipient).
     /// Returns how many replicas received it (0 for a recipient that is not listening).
     fn publish<'a>(&'a self, message: &'a Envelope) -> BoxFuture<'a, StoreResult<usize>>;
-    /// Starts delivering the messages for `replica` (broadcasts and its own) to `deliver`,
-    /// in the order they were published, until `stop` is cancelled. Must be called inside
-    /// a Tokio runtime.
-    fn listen(&self, replica: &str, deliver: Deliver, stop: CancellationToken) -> StoreResult<()>;
+    /// Subscribes `replica` to its messages (broadcasts and its own) and resolves once the
+    /// subscription is in place, so that nothing published afterwards is missed; from then
+    /// on delivers them to `deliver`, in the order they were published, until `stop` is
+    /// cancelled. A broken subscription is mended in the background and followed by
+    /// [`Heard::Resubscribed`]. Fails when the first subscription cannot be made (within a
+    /// bounded time). Must be called inside a Tokio runtime.
+    fn listen<'a>(
+        &'a self,
+        replica: &'a str,
+        deliver: Deliver,
+        stop: CancellationToken,
+    ) -> BoxFuture<'a, StoreResult<()>>;
     /// Says `replica` is alive for `ttl`.
     fn heartbeat<'a>(&'a self, replica: &'a str, ttl: Duration) -> BoxFuture<'a, StoreResult<()>>;
     /// Whether `replica` said it is alive within its ttl.
@@ -553,10 +571,20 @@ pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 /// How long a heartbeat counts: a replica silent this long is dead.
 pub const HEARTBEAT_TTL: Duration = Duration::from_secs(3);
 
-type Handler = std::sync::Weak<dyn Fn(&BusMessage) + Send + Sync>;
+/// What a receiver inside the crate hears from the bus.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum BusEvent<'a> {
+    /// Another replica's message.
+    Message(&'a BusMessage),
+    /// The bus is back after a break: messages may have been lost, and the receiver reads
+    /// again the shared state it keeps a copy of or acts on.
+    Resubscribed,
+}
+
+type Handler = std::sync::Weak<dyn Fn(BusEvent<'_>) + Send + Sync>;
 
 /// A receiver of bus messages inside the crate (the server, a session table).
-pub(crate) type BusHandler = Arc<dyn Fn(&BusMessage) + Send + Sync>;
+pub(crate) type BusHandler = Arc<dyn Fn(BusEvent<'_>) + Send + Sync>;
 
 /// One replica's view of the shared state: its id, the stores and the bus. Cheap to clone.
 ///
@@ -586,7 +614,8 @@ struct ClusterInner {
     /// knows nothing of them.
     backend: Option<Arc<dyn std::any::Any + Send + Sync>>,
     handlers: RwLock<Vec<Handler>>,
-    started: AtomicBool,
+    /// Set once the bus listens for this replica and its heartbeat runs.
+    started: tokio::sync::OnceCell<()>,
     stop: CancellationToken,
 }
 
@@ -622,7 +651,7 @@ impl Cluster {
                 tasks: None,
                 backend: None,
                 handlers: RwLock::new(Vec::new()),
-                started: AtomicBool::new(false),
+                started: tokio::sync::OnceCell::new(),
                 stop: CancellationToken::new(),
             }),
         }
@@ -673,7 +702,7 @@ impl Cluster {
             handlers: RwLock::new(i.handlers.read().clone()),
             // The old value stops what it started when it drops: this one starts
             // afresh.
-            started: AtomicBool::new(false),
+            started: tokio::sync::OnceCell::new(),
             stop: CancellationToken::new(),
         }
     }
@@ -716,16 +745,60 @@ impl Cluster {
         handlers.push(Arc::downgrade(handler));
     }
 
-    /// Starts the replica's heartbeat and its bus listener (once; later calls do nothing).
-    /// Must be called inside a Tokio runtime; the HTTP transport calls it when it is built
-    /// or on its first request.
-    pub fn start(&self) -> StoreResult<()> {
-        if self.inner.started.swap(true, Ordering::AcqRel) {
-            return Ok(());
+    /// Starts the replica's heartbeat and its bus listener, and returns once the bus
+    /// listens (so no message another replica publishes from then on is missed). Once:
+    /// later calls return at once, and calls made meanwhile wait for the first. Fails, and
+    /// may be called again, when the bus cannot be subscribed to. Must be called inside a
+    /// Tokio runtime; [`http::serve`](crate::transport::http::serve) and the CLI call it
+    /// before they accept a request.
+    pub async fn start(&self) -> StoreResult<()> {
+        self.inner
+            .started
+            .get_or_try_init(|| self.join())
+            .await
+            .map(|_| ())
+    }
+
+    /// [`Cluster::start`] from code that cannot wait (a router built synchronously): the
+    /// start runs on the current runtime, and a failure is logged. Requests served before
+    /// it ends may miss other replicas' messages; await [`Cluster::start`] first to be
+    /// sure.
+    pub fn start_in_background(&self) {
+        if self.inner.started.initialized() {
+            return;
         }
+        let cluster = self.clone();
+        tokio::spawn(async move {
+            if let Err(e) = cluster.start().await {
+                tracing::error!(target: "mcp::cluster", error = %e, "cannot join the cluster");
+            }
+        });
+    }
+
+    /// The receivers registered now (those whose owners still hold them).
+    fn receivers(inner: &ClusterInner) -> Vec<BusHandler> {
+        inner
+            .handlers
+            .read()
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .collect()
+    }
+
+    async fn join(&self) -> StoreResult<()> {
         let weak = Arc::downgrade(&self.inner);
-        let deliver: Deliver = Arc::new(move |envelope: Envelope| {
+        let deliver: Deliver = Arc::new(move |heard: Heard| {
             let Some(inner) = weak.upgrade() else { return };
+            let envelope = match heard {
+                Heard::Message(envelope) => envelope,
+                Heard::Resubscribed => {
+                    tracing::info!(target: "mcp::cluster", replica = %inner.replica, "the bus listens again; reading the shared state anew for what was missed");
+                    for handler in Self::receivers(&inner) {
+                        handler(BusEvent::Resubscribed);
+                    }
+                    return;
+                }
+            };
             if envelope.message.origin() == Some(inner.replica.as_str()) {
                 return;
             }
@@ -741,24 +814,14 @@ impl Cluster {
             #[cfg(feature = "otel")]
             let _entered = span.enter();
             let message = envelope.message;
-            let handlers: Vec<_> = inner
-                .handlers
-                .read()
-                .iter()
-                .filter_map(std::sync::Weak::upgrade)
-                .collect();
-            for handler in handlers {
-                handler(&message);
+            for handler in Self::receivers(&inner) {
+                handler(BusEvent::Message(&message));
             }
         });
-        if let Err(e) = self
-            .inner
+        self.inner
             .bus
             .listen(&self.inner.replica, deliver, self.inner.stop.clone())
-        {
-            self.inner.started.store(false, Ordering::Release);
-            return Err(e);
-        }
+            .await?;
         let bus = Arc::clone(&self.inner.bus);
         let replica = self.inner.replica.clone();
         let stop = self.inner.stop.clone();

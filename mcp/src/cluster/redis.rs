@@ -54,9 +54,9 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Bus, Cluster, Deliver, Envelope, EventStore, NonceStore, NonceUse, Owner, ParkedAsk, Replay,
-    SessionChange, SessionRecord, SessionStore, StoreError, StoreResult, StoredEvent, StreamInfo,
-    valid_pos,
+    Bus, Cluster, Deliver, Envelope, EventStore, Heard, NonceStore, NonceUse, Owner, ParkedAsk,
+    Replay, SessionChange, SessionRecord, SessionStore, StoreError, StoreResult, StoredEvent,
+    StreamInfo, valid_pos,
 };
 
 /// How long one Redis command may take before the request that needed it fails.
@@ -988,61 +988,22 @@ impl Bus for RedisBackend {
         })
     }
 
-    fn listen(&self, replica: &str, deliver: Deliver, stop: CancellationToken) -> StoreResult<()> {
+    fn listen<'a>(
+        &'a self,
+        replica: &'a str,
+        deliver: Deliver,
+        stop: CancellationToken,
+    ) -> BoxFuture<'a, StoreResult<()>> {
         let client = self.client.clone();
         let channels = [self.bus_channel(), self.replica_channel(replica)];
-        tokio::spawn(async move {
-            loop {
-                let session = async {
-                    let pubsub = tokio::time::timeout(RESPONSE_TIMEOUT, client.get_async_pubsub())
-                        .await
-                        .unwrap_or_else(|_| Err(no_answer()))?;
-                    let (mut sink, mut messages) = pubsub.split();
-                    for channel in &channels {
-                        tokio::time::timeout(RESPONSE_TIMEOUT, sink.subscribe(channel))
-                            .await
-                            .unwrap_or_else(|_| Err(no_answer()))?;
-                    }
-                    // A subscription that stops hearing from Redis without its connection
-                    // closing (half-open) would leave this replica deaf to the others while
-                    // its heartbeat says it is alive: Redis is asked for a pong every
-                    // second, and a missing one ends the connection.
-                    let mut ping = tokio::time::interval(BUS_PING_EVERY);
-                    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                    loop {
-                        tokio::select! {
-                            msg = messages.next() => {
-                                let Some(msg) = msg else { break };
-                                match serde_json::from_slice::<Envelope>(msg.get_payload_bytes()) {
-                                    Ok(m) => deliver(m),
-                                    Err(e) => {
-                                        tracing::warn!(target: "mcp::cluster", error = %e, "ignoring a malformed bus message");
-                                    }
-                                }
-                            }
-                            _ = ping.tick() => {
-                                tokio::time::timeout(RESPONSE_TIMEOUT, sink.ping::<redis::Value>())
-                                    .await
-                                    .unwrap_or_else(|_| Err(no_answer()))?;
-                            }
-                        }
-                    }
-                    Ok::<(), redis::RedisError>(())
-                };
-                tokio::select! {
-                    result = session => match result {
-                        Ok(()) => tracing::warn!(target: "mcp::cluster", "redis pub/sub connection closed; reconnecting"),
-                        Err(e) => tracing::warn!(target: "mcp::cluster", error = %e, "redis pub/sub failed; reconnecting"),
-                    },
-                    _ = stop.cancelled() => break,
-                }
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(250)) => {}
-                    _ = stop.cancelled() => break,
-                }
-            }
-        });
-        Ok(())
+        async move {
+            // The first subscription is made before this returns: a replica that serves
+            // requests hears every message published from then on.
+            let pubsub = subscribe(&client, &channels).await.map_err(err)?;
+            tokio::spawn(hear(client, channels, pubsub, deliver, stop));
+            Ok(())
+        }
+        .boxed()
     }
 
     fn heartbeat<'a>(&'a self, replica: &'a str, ttl: Duration) -> BoxFuture<'a, StoreResult<()>> {
@@ -1086,6 +1047,88 @@ impl Bus for RedisBackend {
                 .await
                 .map_err(err)
         })
+    }
+}
+
+/// A pub/sub connection subscribed to `channels`, each step bounded.
+async fn subscribe(
+    client: &redis::Client,
+    channels: &[String],
+) -> redis::RedisResult<redis::aio::PubSub> {
+    let mut pubsub = tokio::time::timeout(RESPONSE_TIMEOUT, client.get_async_pubsub())
+        .await
+        .unwrap_or_else(|_| Err(no_answer()))?;
+    for channel in channels {
+        tokio::time::timeout(RESPONSE_TIMEOUT, pubsub.subscribe(channel))
+            .await
+            .unwrap_or_else(|_| Err(no_answer()))?;
+    }
+    Ok(pubsub)
+}
+
+/// Delivers what `pubsub` hears until `stop`; a broken subscription is made again (every
+/// 250 ms while Redis is away) and announced with [`Heard::Resubscribed`], since what was
+/// published meanwhile is lost.
+async fn hear(
+    client: redis::Client,
+    channels: [String; 2],
+    mut pubsub: redis::aio::PubSub,
+    deliver: Deliver,
+    stop: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            result = pump(pubsub, &deliver) => match result {
+                Ok(()) => tracing::warn!(target: "mcp::cluster", "redis pub/sub connection closed; reconnecting"),
+                Err(e) => tracing::warn!(target: "mcp::cluster", error = %e, "redis pub/sub failed; reconnecting"),
+            },
+            _ = stop.cancelled() => return,
+        }
+        pubsub = loop {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                _ = stop.cancelled() => return,
+            }
+            tokio::select! {
+                result = subscribe(&client, &channels) => match result {
+                    Ok(pubsub) => break pubsub,
+                    Err(e) => tracing::debug!(target: "mcp::cluster", error = %e, "redis pub/sub: cannot subscribe yet"),
+                },
+                _ = stop.cancelled() => return,
+            }
+        };
+        tracing::info!(target: "mcp::cluster", "redis pub/sub subscribed again");
+        deliver(Heard::Resubscribed);
+    }
+}
+
+/// Hands every message `pubsub` receives to `deliver`, until its connection closes (Ok)
+/// or fails.
+async fn pump(pubsub: redis::aio::PubSub, deliver: &Deliver) -> redis::RedisResult<()> {
+    let (mut sink, mut messages) = pubsub.split();
+    // A subscription that stops hearing from Redis without its connection closing
+    // (half-open) would leave this replica deaf to the others while its heartbeat says it
+    // is alive: Redis is asked for a pong every second, and a missing one ends the
+    // connection.
+    let mut ping = tokio::time::interval(BUS_PING_EVERY);
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            msg = messages.next() => {
+                let Some(msg) = msg else { return Ok(()) };
+                match serde_json::from_slice::<Envelope>(msg.get_payload_bytes()) {
+                    Ok(m) => deliver(Heard::Message(m)),
+                    Err(e) => {
+                        tracing::warn!(target: "mcp::cluster", error = %e, "ignoring a malformed bus message");
+                    }
+                }
+            }
+            _ = ping.tick() => {
+                tokio::time::timeout(RESPONSE_TIMEOUT, sink.ping::<redis::Value>())
+                    .await
+                    .unwrap_or_else(|_| Err(no_answer()))?;
+            }
+        }
     }
 }
 

@@ -884,9 +884,9 @@ impl ServerBuilder {
         }));
         if let Some(cluster) = &inner.cluster {
             let weak = Arc::downgrade(&inner);
-            let handler: crate::cluster::BusHandler = Arc::new(move |message| {
+            let handler: crate::cluster::BusHandler = Arc::new(move |event| {
                 if let Some(inner) = weak.upgrade() {
-                    Server { inner }.on_bus(message);
+                    Server { inner }.on_bus(event);
                 }
             });
             cluster.on_message(&handler);

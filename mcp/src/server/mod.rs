@@ -332,10 +332,15 @@ impl Server {
         self.notify_listeners_list_changed(kind);
     }
 
-    /// A list change or resource update raised on another replica: delivered to this
-    /// replica's connections and listen streams, and not published again.
-    fn on_bus(&self, message: &crate::cluster::BusMessage) {
-        use crate::cluster::BusMessage;
+    /// What another replica published: a list change or resource update is delivered to
+    /// this replica's connections and listen streams (and not published again); a task's
+    /// input, cancellation or change reaches the task or its listeners here.
+    fn on_bus(&self, event: crate::cluster::BusEvent<'_>) {
+        use crate::cluster::{BusEvent, BusMessage};
+        let message = match event {
+            BusEvent::Message(message) => message,
+            BusEvent::Resubscribed => return self.bus_resubscribed(),
+        };
         match message {
             BusMessage::ListChanged { list, .. } => self.list_changed_here(*list),
             BusMessage::ResourceUpdated { uri, .. } => self.resource_updated_here(uri),
@@ -346,6 +351,34 @@ impl Server {
             BusMessage::TaskChanged { record, .. } => self.notify_listeners_task(record),
             _ => {}
         }
+    }
+
+    /// The bus is back after a break, and what other replicas published meanwhile is lost.
+    /// Lists and resources may have changed: every list is announced changed and every
+    /// subscribed resource updated (a spurious notice costs a client one read; a missed one
+    /// leaves it stale for good). A task running here that was cancelled elsewhere
+    /// meanwhile stops once its record says so.
+    fn bus_resubscribed(&self) {
+        for kind in [ListKind::Tools, ListKind::Resources, ListKind::Prompts] {
+            self.list_changed_here(kind);
+        }
+        for uri in self.subscribed_uris() {
+            self.resource_updated_here(&uri);
+        }
+        let server = self.clone();
+        tokio::spawn(async move { server.stop_tasks_cancelled_elsewhere().await });
+    }
+
+    /// Every resource a connection or a listen stream here is subscribed to.
+    fn subscribed_uris(&self) -> std::collections::BTreeSet<String> {
+        let mut uris = std::collections::BTreeSet::new();
+        for conn in self.inner.conns.all() {
+            uris.extend(conn.subscriptions.lock().iter().cloned());
+        }
+        for listener in self.inner.listeners.lock().iter() {
+            uris.extend(listener.resource_subscriptions().iter().cloned());
+        }
+        uris
     }
 
     fn tell_layers(&self, change: &crate::layers::Change) {

@@ -151,6 +151,11 @@ pub(crate) struct Listener {
 }
 
 impl Listener {
+    /// The resources this stream asked to hear updates of.
+    pub(crate) fn resource_subscriptions(&self) -> &[String] {
+        self.filter.resource_subscriptions.as_deref().unwrap_or(&[])
+    }
+
     /// `notifications/tasks` for this stream: the task as a full DetailedTask.
     fn task_frame(&self, record: &crate::tasks::TaskRecord) -> String {
         let mut params = record.detailed_task();

@@ -993,6 +993,22 @@ impl Server {
             live.stop(StopReason::Cancelled);
         }
     }
+
+    /// Stops every task running here whose record says it was cancelled: the
+    /// `tasks/cancel` that recorded it may have been published while the bus was away.
+    pub(super) async fn stop_tasks_cancelled_elsewhere(&self) {
+        for id in self.inner.tasks.live_ids() {
+            match self.inner.tasks.store.get(&id).await {
+                Ok(Some(record)) if record.status == TaskStatus::Cancelled => {
+                    self.task_cancel_here(&id);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(target: "mcp::tasks", error = %e, "could not check a running task against the store after the bus came back");
+                }
+            }
+        }
+    }
 }
 
 /// How a run that became a task's handle, or could not, ends the call.

@@ -169,6 +169,11 @@ impl TaskEngine {
         self.live.lock().get(id).cloned()
     }
 
+    /// The ids of the tasks running here.
+    pub(crate) fn live_ids(&self) -> Vec<String> {
+        self.live.lock().keys().cloned().collect()
+    }
+
     pub(crate) fn insert(&self, task: &Arc<LiveTask>) {
         self.live
             .lock()

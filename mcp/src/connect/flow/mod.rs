@@ -20,7 +20,7 @@ use tokio::sync::oneshot;
 pub use store::{FlowLimits, FlowStore, MemoryFlowStore, PendingFlow};
 
 use super::{BrowserUser, ConnectError};
-use crate::cluster::{BusHandler, BusMessage, Cluster, StoreError};
+use crate::cluster::{BusEvent, BusHandler, BusMessage, Cluster, StoreError};
 use crate::context::ElicitationCompletion;
 use waiters::Waiters;
 
@@ -85,8 +85,11 @@ impl Flows {
         let waiters = Arc::new(Waiters::default());
         let on_bus = cluster.as_ref().map(|cluster| {
             let waiters = Arc::clone(&waiters);
-            let handler: BusHandler = Arc::new(move |message| {
-                if let BusMessage::ConnectFinished { reference, ok, .. } = message {
+            // A flow that ended elsewhere while the bus was away is not heard of: its
+            // call waits out its time, and the client's retry finds the account connected.
+            let handler: BusHandler = Arc::new(move |event| {
+                if let BusEvent::Message(BusMessage::ConnectFinished { reference, ok, .. }) = event
+                {
                     waiters.finish(reference, *ok);
                 }
             });
@@ -427,8 +430,8 @@ mod tests {
     async fn a_flow_ended_on_another_replica_reaches_the_waiting_call() {
         let backend = MemoryBackend::new();
         let (a, b) = (backend.replica(), backend.replica());
-        a.start().unwrap();
-        b.start().unwrap();
+        a.start().await.unwrap();
+        b.start().await.unwrap();
         let store: Arc<dyn FlowStore> = Arc::new(MemoryFlowStore::new());
         let on_a = Flows::new(Arc::clone(&store), 100, Some(a));
         let on_b = Flows::new(store, 100, Some(b));

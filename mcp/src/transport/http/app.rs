@@ -36,10 +36,8 @@ impl App {
         if self.shutdown_watched.swap(true, Ordering::AcqRel) {
             return;
         }
-        if let Some(cluster) = self.server.cluster()
-            && let Err(e) = cluster.start()
-        {
-            tracing::error!(target: "mcp::cluster", error = %e, "cannot join the cluster");
+        if let Some(cluster) = self.server.cluster() {
+            cluster.start_in_background();
         }
         let server = self.server.clone();
         let shutdown = self.config.shutdown.clone();

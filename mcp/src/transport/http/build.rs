@@ -72,9 +72,8 @@ pub(crate) fn build(
     let connect = config.connect.as_ref().map(crate::connect::Connect::routes);
     if let Some(cluster) = server.cluster()
         && tokio::runtime::Handle::try_current().is_ok()
-        && let Err(e) = cluster.start()
     {
-        return Err(HttpError::Config(format!("cannot join the cluster: {e}")));
+        cluster.start_in_background();
     }
     let app = Arc::new(App {
         sessions: crate::transport::streamable_http::session_table(&config, server.cluster()),

@@ -159,7 +159,8 @@ pub fn router(server: Server, config: HttpConfig) -> Result<Router, HttpError> {
 /// gracefully: open SSE streams end, running requests get
 /// [`HttpConfig::shutdown_grace`] to finish.
 pub async fn serve(server: Server, config: HttpConfig, addr: SocketAddr) -> Result<(), HttpError> {
-    let app = router(server, config.clone()).inspect_err(log_refusal)?;
+    let app = router(server.clone(), config.clone()).inspect_err(log_refusal)?;
+    join_cluster(&server).await?;
     run_bound(app, config, addr).await
 }
 
@@ -169,8 +170,21 @@ pub async fn bind(
     config: HttpConfig,
     addr: SocketAddr,
 ) -> Result<HttpServer, HttpError> {
-    let app = router(server, config.clone()).inspect_err(log_refusal)?;
+    let app = router(server.clone(), config.clone()).inspect_err(log_refusal)?;
+    join_cluster(&server).await?;
     HttpServer::bind(app, config, addr).await
+}
+
+/// A replica hears the bus before it accepts its first request.
+pub(crate) async fn join_cluster(server: &Server) -> Result<(), HttpError> {
+    let Some(cluster) = server.cluster() else {
+        return Ok(());
+    };
+    cluster.start().await.map_err(|e| {
+        let e = HttpError::Config(format!("cannot join the cluster: {e}"));
+        log_refusal(&e);
+        e
+    })
 }
 
 pub(crate) fn log_refusal(e: &HttpError) {

@@ -46,6 +46,7 @@ pub async fn serve(
     config: HttpConfig,
     addr: SocketAddr,
 ) -> Result<(), HttpError> {
-    let app = router(server, config.clone()).inspect_err(http::log_refusal)?;
+    let app = router(server.clone(), config.clone()).inspect_err(http::log_refusal)?;
+    http::join_cluster(&server).await?;
     http::run_bound(app, config, addr).await
 }

@@ -504,6 +504,11 @@ impl SessionTable {
         &self.backend
     }
 
+    /// The ids of the sessions held here.
+    pub(crate) fn ids(&self) -> Vec<Arc<str>> {
+        self.map.read().keys().cloned().collect()
+    }
+
     /// The session with this id, live or not (for what other replicas say about it).
     pub(crate) fn get_any(&self, id: &str) -> Option<Arc<Session>> {
         self.map.read().get(id).cloned()

@@ -31,7 +31,7 @@ use tokio::sync::mpsc;
 
 use crate::auth::Principal;
 use crate::cluster::{
-    BusMessage, Cluster, ParkedAsk, SessionChange, SessionRecord, StoreError, StreamCall,
+    BusEvent, BusMessage, Cluster, ParkedAsk, SessionChange, SessionRecord, StoreError, StreamCall,
     StreamInfo, valid_pos,
 };
 use crate::layers::BoxFuture;
@@ -78,9 +78,14 @@ impl ClusterSessions {
 
 impl SessionBackend for ClusterSessions {
     fn attach(&self, table: Weak<SessionTable>) -> Option<crate::cluster::BusHandler> {
-        let handler: crate::cluster::BusHandler = Arc::new(move |m| {
-            if let Some(table) = table.upgrade() {
-                on_bus(&table, m);
+        let shared = Arc::clone(&self.0);
+        let handler: crate::cluster::BusHandler = Arc::new(move |event| {
+            let Some(table) = table.upgrade() else { return };
+            match event {
+                BusEvent::Message(m) => on_bus(&table, m),
+                BusEvent::Resubscribed => {
+                    tokio::spawn(reconcile(table, Arc::clone(&shared)));
+                }
             }
         });
         self.0.cluster.on_message(&handler);
@@ -219,6 +224,29 @@ fn on_bus(table: &SessionTable, message: &BusMessage) {
             }
         },
         _ => {}
+    }
+}
+
+/// After the bus was away: a session removed or changed elsewhere meanwhile was not heard
+/// of, so every copy held here is checked against its shared record (which extends the
+/// record's life by a ttl, as any use here would): a removed one ends its streams and
+/// running requests here, a changed one takes the change.
+async fn reconcile(table: Arc<SessionTable>, shared: Arc<Shared>) {
+    for id in table.ids() {
+        match shared.cluster.sessions().load(&id, shared.ttl).await {
+            Ok(None) => {
+                table.remove(&id);
+            }
+            Ok(Some(record)) => {
+                if let Some(s) = table.get_any(&id) {
+                    apply_record(&s, &record);
+                }
+            }
+            Err(e) => {
+                // Its next request reads the record again.
+                tracing::warn!(target: "mcp::cluster", error = %e, "could not check a session against the store after the bus came back");
+            }
+        }
     }
 }
 
