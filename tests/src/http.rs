@@ -30,17 +30,20 @@ pub struct HttpTestServer {
 impl HttpTestServer {
     /// Serves [`http::router`] for `server`.
     pub async fn start(server: Server, config: HttpConfig) -> Self {
+        join(&server).await;
         let app = http::router(server, config.clone()).expect("router builds");
         Self::serve(app, config).await
     }
 
     /// Serves the legacy [`mcp::transport::sse::router`] for `server`.
     pub async fn start_sse(server: Server, config: HttpConfig) -> Self {
+        join(&server).await;
         let app = mcp::transport::sse::router(server, config.clone()).expect("router builds");
         Self::serve(app, config).await
     }
 
-    /// Serves any router built with `config`.
+    /// Serves any router built with `config` (a clustered server's replica should have
+    /// joined: see [`mcp::cluster::Cluster::start`]).
     pub async fn serve(app: axum::Router, config: HttpConfig) -> Self {
         let bound = http::HttpServer::bind(app, config, "127.0.0.1:0".parse().unwrap())
             .await
@@ -875,5 +878,16 @@ impl StatelessHttp {
                 response: value,
             }
         }
+    }
+}
+
+/// A replica joins its cluster before it serves, as [`http::serve`] does: the bus listens
+/// before the first request.
+async fn join(server: &Server) {
+    if let Some(cluster) = server.cluster() {
+        cluster
+            .start()
+            .await
+            .expect("the replica joins its cluster");
     }
 }

@@ -269,6 +269,39 @@ async fn the_backend_gives_up_on_a_redis_that_accepts_but_never_answers() {
     );
 }
 
+#[tokio::test]
+async fn a_started_replica_already_listens_and_one_whose_redis_went_away_does_not_start() {
+    let test = "start_listens";
+    let Some(mut redis) = RedisServer::start(test) else {
+        return;
+    };
+    let backend = RedisBackend::connect(&redis.url(), test).await.unwrap();
+    // Once `start` returns, the bus hears this replica: a message published now is not
+    // lost to a subscription still on its way.
+    let replica = backend.replica();
+    replica.start().await.unwrap();
+    let listening = redis.command(&[
+        "EVAL",
+        "return redis.call('PUBSUB', 'NUMSUB', KEYS[1])[2]",
+        "1",
+        &format!("{test}:bus"),
+    ]);
+    assert_eq!(listening, ":1", "subscribers of the bus right after start");
+    replica.stop();
+
+    // Redis gone between connecting and starting: `start` fails in bounded time, saying
+    // why, instead of serving deaf to the others.
+    redis.kill();
+    let late = backend.replica();
+    let (result, took) = timed("start without Redis", BOUND, late.start()).await;
+    let said = result.expect_err("no start without Redis").to_string();
+    println!("redis gone before start: error after {took:?}: {said}");
+    assert!(
+        said.starts_with("shared state unavailable: redis:"),
+        "{said}"
+    );
+}
+
 /// Runs the fixture binary as one replica of `url`'s Redis; its output and how long it ran.
 async fn boot_binary(url: &str, key: &std::path::Path) -> (std::process::Output, Duration) {
     let started = Instant::now();

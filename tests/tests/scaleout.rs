@@ -80,29 +80,6 @@ impl Replicas {
                 cluster,
             });
         }
-        if let Backend::Redis { _server, .. } = &backend {
-            // A replica subscribes to the bus in the background after it starts; a
-            // message published before every replica listens would be lost, so the test
-            // begins once all three are subscribed.
-            let bus = format!("t-{test}-{}:bus", std::process::id());
-            let deadline = std::time::Instant::now() + PATIENCE;
-            loop {
-                let count = _server.command(&[
-                    "EVAL",
-                    "return redis.call('PUBSUB', 'NUMSUB', KEYS[1])[2]",
-                    "1",
-                    &bus,
-                ]);
-                if count == ":3" {
-                    break;
-                }
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "the replicas did not all subscribe to {bus}: {count}"
-                );
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
         Some(Replicas { backend, replicas })
     }
 
@@ -140,6 +117,35 @@ impl Replicas {
         }
     }
 
+    /// Breaks replica `i`'s bus subscription, as a Redis restart would. In memory only its
+    /// subscription breaks, and stays broken until [`Replicas::mend_bus`]: what is
+    /// published meanwhile is lost for it (returns true). On Redis every replica's
+    /// pub/sub connection is killed and each subscribes again within moments: what is
+    /// published around then may or may not be heard (returns false).
+    fn break_bus(&self, i: usize) -> bool {
+        match &self.backend {
+            Backend::Memory(m) => {
+                m.cut_bus(self.replicas[i].cluster.replica_id());
+                true
+            }
+            Backend::Redis { _server, .. } => {
+                let killed = _server.command(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+                assert!(
+                    killed.starts_with(':') && killed != ":0",
+                    "no pub/sub connection to kill: {killed}"
+                );
+                false
+            }
+        }
+    }
+
+    /// Mends what [`Replicas::break_bus`] broke (on Redis the replicas mend it themselves).
+    fn mend_bus(&self, i: usize) {
+        if let Backend::Memory(m) = &self.backend {
+            m.restore_bus(self.replicas[i].cluster.replica_id());
+        }
+    }
+
     /// Replica `i` dies: it stops answering HTTP and the others see it dead (its bus
     /// listener and heartbeat stop; in memory its death is immediate, on Redis its
     /// heartbeat lapses within seconds).
@@ -168,6 +174,7 @@ mcp_tests::on_both_backends!(
     tasks_are_shared_steered_and_failed_across_replicas,
     a_lost_core_task_is_listed_failed,
     the_task_store_keeps_its_contract,
+    what_a_replica_missed_while_its_bus_was_away_reaches_it_after,
 );
 
 /// The next non-comment event within `PATIENCE`; panics if the body ends.
@@ -375,6 +382,67 @@ async fn subscriptions_and_list_changes_reach_the_get_stream_on_any_replica(kind
         stream.quiet_for(Duration::from_millis(500)).await,
         "an update after unsubscribing was sent"
     );
+}
+
+/// A replica whose bus subscription broke misses what is published meanwhile; once it
+/// listens again it reads the shared state anew: every list is announced changed, every
+/// subscribed resource updated, and a session deleted elsewhere meanwhile ends here.
+async fn what_a_replica_missed_while_its_bus_was_away_reaches_it_after(kind: Kind) {
+    let Some(r) = Replicas::start(kind, "bus_away").await else {
+        return;
+    };
+    // Session a is subscribed to a resource; session b is a second one. Both hold their
+    // GET stream on replica 2.
+    let mut a = r.client(0);
+    a.initialize("2025-11-25", json!({})).await;
+    r.on(&a, 1)
+        .request(40, "resources/subscribe", json!({"uri": "test://static"}))
+        .await;
+    let mut a_stream = SseReader::new(r.on(&a, 2).get().send().await.unwrap());
+    // Its priming event first, so that any event later is news.
+    let primed = a_stream
+        .next_within(PATIENCE)
+        .await
+        .expect("an open stream");
+    assert!(primed.data.is_empty(), "{primed:?}");
+    let mut b = r.client(0);
+    b.initialize("2025-11-25", json!({})).await;
+    let mut b_stream = SseReader::new(r.on(&b, 2).get().send().await.unwrap());
+
+    let deaf = r.break_bus(2);
+    // While replica 2 cannot hear: a tool registered on replica 1, the resource updated on
+    // replica 0, session b deleted through replica 1.
+    r.replicas[1]
+        .fixture
+        .server
+        .registry()
+        .replace_tool(ToolDef::from_fn(
+            "late",
+            "Registered while a replica was deaf.",
+            |_ctx, _: serde_json::Map<String, Value>| async { "late" },
+        ))
+        .unwrap();
+    r.replicas[0]
+        .fixture
+        .server
+        .resource_updated("test://static");
+    let deleted = r.on(&b, 1).delete().send().await.unwrap();
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    if deaf {
+        assert!(
+            a_stream.quiet_for(Duration::from_millis(300)).await,
+            "replica 2 heard what was published while its bus was cut"
+        );
+    }
+
+    r.mend_bus(2);
+    until_method(&mut a_stream, "notifications/tools/list_changed").await;
+    let (_, updated) = until_method(&mut a_stream, "notifications/resources/updated").await;
+    assert_eq!(updated["params"]["uri"], "test://static");
+    // (It may first hear the lists announced changed, as every session here does.)
+    tokio::time::timeout(PATIENCE, b_stream.rest())
+        .await
+        .expect("the GET stream of a session deleted while the bus was away ended");
 }
 
 async fn delete_ends_the_session_everywhere(kind: Kind) {

@@ -765,8 +765,8 @@ async fn a_task_is_read_and_steered_from_another_replica_and_fails_when_its_repl
     use mcp::cluster::memory::MemoryBackend;
     let backend = MemoryBackend::new();
     let (ca, cb) = (backend.replica(), backend.replica());
-    ca.start().unwrap();
-    cb.start().unwrap();
+    ca.start().await.unwrap();
+    cb.start().await.unwrap();
     let seen = Seen::default();
     let key = [7u8; 32];
     let a = builder(&seen)
@@ -841,6 +841,54 @@ async fn a_task_is_read_and_steered_from_another_replica_and_fails_when_its_repl
             .starts_with("replica_lost"),
         "{t}"
     );
+}
+
+/// A `tasks/cancel` answered on another replica while the runner's bus was away is not
+/// heard as a message; once the bus is back the runner reads the record and stops.
+#[tokio::test]
+async fn a_task_cancelled_while_its_replicas_bus_was_away_stops_once_the_bus_is_back() {
+    use mcp::cluster::memory::MemoryBackend;
+    let backend = MemoryBackend::new();
+    let (ca, cb) = (backend.replica(), backend.replica());
+    let seen = Seen::default();
+    let key = [7u8; 32];
+    let a = builder(&seen)
+        .cluster(ca.clone())
+        .state_key(key)
+        .build()
+        .unwrap();
+    let b = builder(&seen).cluster(cb).state_key(key).build().unwrap();
+    let srv_a = HttpTestServer::start(a, test_config().bearer_auth(bearer())).await;
+    let srv_b = HttpTestServer::start(b, test_config().bearer_auth(bearer())).await;
+    let on_a = modern(&srv_a, "alice", true);
+    let on_b = modern(&srv_b, "alice", true);
+
+    let r = on_a
+        .request(
+            json!(1),
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 60000}}),
+        )
+        .await;
+    let slow = result(&r)["taskId"].as_str().unwrap().to_owned();
+    backend.cut_bus(ca.replica_id());
+    on_b.request(json!(2), "tasks/cancel", json!({"taskId": slow}))
+        .await;
+    poll_modern(&on_b, &slow, "cancelled").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        seen.cancelled.load(Ordering::SeqCst),
+        0,
+        "the runner heard a cancel published while its bus was cut"
+    );
+    backend.restore_bus(ca.replica_id());
+    for _ in 0..500 {
+        if seen.cancelled.load(Ordering::SeqCst) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(seen.cancelled.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
