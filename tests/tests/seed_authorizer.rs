@@ -191,6 +191,49 @@ async fn a_panicking_authorizer_denies_and_the_server_keeps_serving() {
     assert_eq!(client.request("ping", json!({})).await.unwrap(), json!({}));
 }
 
+/// A listing decides many tools in one run: a panic for some hides exactly those, and the
+/// tools decided after it are still decided (shown), on every page.
+#[tokio::test]
+async fn a_listing_hides_only_the_tools_whose_decision_panicked() {
+    let runs = Runs::new();
+    let mut builder = Server::builder("seed", "0").page_size(7);
+    for i in 0..20 {
+        builder = builder.tool(counting_tool(&format!("t{i:02}"), &runs));
+    }
+    let server = builder
+        .authorizer(policy(|req| {
+            if req.name().ends_with('3') || req.name().ends_with('8') {
+                panic!("policy engine exploded on {}", req.name());
+            }
+            Decision::Allow
+        }))
+        .build()
+        .unwrap();
+    let mut client = initialized_client(&server, json!({})).await;
+    let mut listed = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let page = client.request("tools/list", params).await.unwrap();
+        for t in page["tools"].as_array().unwrap() {
+            listed.push(t["name"].as_str().unwrap().to_owned());
+        }
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (0..20)
+        .map(|i| format!("t{i:02}"))
+        .filter(|n| !n.ends_with('3') && !n.ends_with('8'))
+        .collect();
+    assert_eq!(listed, expected);
+    assert_eq!(client.request("ping", json!({})).await.unwrap(), json!({}));
+}
+
 #[tokio::test]
 async fn a_panicking_async_authorizer_denies_too() {
     let runs = Runs::new();

@@ -290,6 +290,9 @@ pub struct AuthRequest<'a> {
     context: &'a AuthContext,
     /// The handshake-era channel to the client, for a URL step's completion notice.
     channel: Option<&'a Outbound>,
+    /// Whether the tool is sensitive, when the caller knew it already (a listing reads it
+    /// from the registry's dense facts rather than from each tool's definition).
+    sensitive: Option<bool>,
 }
 
 impl fmt::Debug for AuthRequest<'_> {
@@ -321,7 +324,14 @@ impl<'a> AuthRequest<'a> {
             decoded: None,
             context,
             channel: None,
+            sensitive: None,
         }
+    }
+
+    /// Carries whether the tool is sensitive, known beforehand.
+    pub(crate) fn with_sensitivity(mut self, sensitive: bool) -> Self {
+        self.sensitive = Some(sensitive);
+        self
     }
 
     /// Carries the handshake-era channel to the client (for
@@ -380,7 +390,8 @@ impl<'a> AuthRequest<'a> {
 
     /// Whether the tool is sensitive (destructive or marked sensitive).
     pub fn is_sensitive(&self) -> bool {
-        self.tool.is_some_and(ToolDef::is_sensitive)
+        self.sensitive
+            .unwrap_or_else(|| self.tool.is_some_and(ToolDef::is_sensitive))
     }
 
     /// The arguments: the tool's arguments, or on the read seam `{}`, `{"uri"}`,
@@ -599,33 +610,71 @@ pub(crate) async fn safe_decide(
     }
 }
 
+/// A decision the authorizer gives later: [`decide_later`] waits for it.
+pub(crate) type Later<'a> = Pin<Box<dyn Future<Output = Decision> + Send + 'a>>;
+
 /// The first half of [`safe_decide`], which never waits: the contained decision when the
 /// authorizer gives it at once (`Verdict::Now`, or a panic), or the future it decides
-/// with, for [`decide_later`]. Deciding many requests (a listing's visibility) takes no
-/// future for the decisions given at once.
+/// with, for [`decide_later`].
 pub(crate) fn decide_now<'a>(
     authorizer: &'a dyn Authorizer,
     request: &'a AuthRequest<'a>,
-) -> Result<Decision, Pin<Box<dyn Future<Output = Decision> + Send + 'a>>> {
-    match std::panic::catch_unwind(AssertUnwindSafe(|| authorizer.decide(request))) {
-        Err(_) => {
-            tracing::error!(target: "mcp::auth", seam = request.seam.as_str(), name = request.name, "authorizer panicked; denying");
-            Ok(Decision::deny(reasons::AUTHORIZER_FAILED))
+) -> Result<Decision, Later<'a>> {
+    let mut outcome = None;
+    decide_all_now(authorizer, std::iter::once((0, request)), |_, _, o| {
+        outcome = Some(o);
+    });
+    outcome.expect("every request is decided")
+}
+
+/// [`decide_now`] for many requests (a listing's visibility), in order: `decided` gets each
+/// one's index, the request and its outcome. The decisions given at once take no future,
+/// and a panic is contained once for the whole run rather than once per request: the
+/// request that panicked is denied and the run goes on after it.
+pub(crate) fn decide_all_now<'a>(
+    authorizer: &'a dyn Authorizer,
+    requests: impl Iterator<Item = (usize, &'a AuthRequest<'a>)>,
+    mut decided: impl FnMut(usize, &'a AuthRequest<'a>, Result<Decision, Later<'a>>),
+) {
+    let mut requests = requests;
+    let mut current = None;
+    loop {
+        let run = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            for (at, request) in requests.by_ref() {
+                current = Some((at, request));
+                let outcome = match authorizer.decide(request) {
+                    Verdict::Now(mut d) => {
+                        enforce_contract(&mut d, request);
+                        Ok(d)
+                    }
+                    Verdict::Later(later) => Err(later),
+                };
+                decided(at, request, outcome);
+            }
+        }));
+        if run.is_ok() {
+            return;
         }
-        Ok(Verdict::Now(d)) => Ok(checked(d, request)),
-        Ok(Verdict::Later(fut)) => Err(fut),
+        let (at, request) = current
+            .take()
+            .expect("a panic comes from deciding a request");
+        tracing::error!(target: "mcp::auth", seam = request.seam.as_str(), name = request.name, "authorizer panicked; denying");
+        decided(at, request, Ok(Decision::deny(reasons::AUTHORIZER_FAILED)));
     }
 }
 
 /// The second half of [`safe_decide`]: waits for a decision given later, containing a
 /// panic and a stall past `timeout`.
 pub(crate) async fn decide_later(
-    later: Pin<Box<dyn Future<Output = Decision> + Send + '_>>,
+    later: Later<'_>,
     request: &AuthRequest<'_>,
     timeout: Duration,
 ) -> Decision {
     match tokio::time::timeout(timeout, AssertUnwindSafe(later).catch_unwind()).await {
-        Ok(Ok(d)) => checked(d, request),
+        Ok(Ok(mut d)) => {
+            enforce_contract(&mut d, request);
+            d
+        }
         Ok(Err(_)) => {
             tracing::error!(target: "mcp::auth", seam = request.seam.as_str(), name = request.name, "authorizer panicked; denying");
             Decision::deny(reasons::AUTHORIZER_FAILED)
@@ -639,17 +688,23 @@ pub(crate) async fn decide_later(
 
 /// A decision that breaks the authorizer contract (a blank question, an invalid URL step)
 /// becomes a deny.
-fn checked(decision: Decision, request: &AuthRequest<'_>) -> Decision {
-    match decision {
+#[inline]
+fn enforce_contract(decision: &mut Decision, request: &AuthRequest<'_>) {
+    // In place: a decision is moved about once per tool of a listing, and most are valid.
+    let violation = match decision {
+        Decision::Allow | Decision::Deny(_) => return,
         Decision::Ask(prompt) if prompt.trim().is_empty() => {
             tracing::error!(target: "mcp::auth", name = request.name, "authorizer asked a blank question; denying");
-            Decision::deny(reasons::AUTHORIZER_CONTRACT_VIOLATION)
+            true
         }
         Decision::Url(step) if !step.is_valid() => {
             tracing::error!(target: "mcp::auth", name = request.name, "authorizer gave a URL step without a message, an id or an http(s) URL; denying");
-            Decision::deny(reasons::AUTHORIZER_CONTRACT_VIOLATION)
+            true
         }
-        d => d,
+        _ => false,
+    };
+    if violation {
+        *decision = Decision::deny(reasons::AUTHORIZER_CONTRACT_VIOLATION);
     }
 }
 

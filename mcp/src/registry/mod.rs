@@ -93,6 +93,32 @@ impl fmt::Display for RegistryError {
 impl std::error::Error for RegistryError {}
 
 type ToolEntry = Arc<Listed<ToolDef>>;
+
+/// What deciding whether a caller may see a tool reads, kept densely beside the snapshot's
+/// ordered entries: a listing behind an authorizer then reads one small record per tool
+/// instead of each tool's definition (a cache miss per tool at thousands of tools).
+#[derive(Clone, Debug)]
+pub(crate) struct ToolFacts {
+    /// The tool's name.
+    pub(crate) name: Arc<str>,
+    /// What its entry adds to a page ([`PageLimit::cost`]).
+    pub(crate) cost: usize,
+    /// [`ToolDef::is_sensitive`].
+    pub(crate) sensitive: bool,
+    /// Whether it requires scopes.
+    pub(crate) scoped: bool,
+}
+
+impl ToolFacts {
+    fn of(name: &Arc<str>, entry: &Listed<ToolDef>) -> Self {
+        ToolFacts {
+            name: Arc::clone(name),
+            cost: PageLimit::cost(entry),
+            sensitive: entry.def.is_sensitive(),
+            scoped: !entry.def.required_scopes().is_empty(),
+        }
+    }
+}
 type ResourceEntry = Arc<Listed<ResourceDef>>;
 type TemplateEntry = Arc<Listed<ResourceTemplateDef>>;
 type PromptEntry = Arc<Listed<PromptDef>>;
@@ -102,6 +128,8 @@ type PromptEntry = Arc<Listed<PromptDef>>;
 pub struct Snapshot {
     tools: HashMap<Arc<str>, ToolEntry>,
     tool_order: Vec<ToolEntry>,
+    /// What deciding a tool's visibility reads, in `tool_order`'s order.
+    tool_facts: Vec<ToolFacts>,
     resources: HashMap<Arc<str>, ResourceEntry>,
     resource_order: Vec<ResourceEntry>,
     templates: Vec<TemplateEntry>,
@@ -165,6 +193,20 @@ impl Snapshot {
         &self.tool_order
     }
 
+    /// The facts of [`Snapshot::tool_entries`], in the same order.
+    pub(crate) fn tool_facts(&self) -> &[ToolFacts] {
+        &self.tool_facts
+    }
+
+    /// A tool and its facts, by name.
+    pub(crate) fn tool_with_facts(&self, name: &str) -> Option<(&ToolDef, &ToolFacts)> {
+        let at = self
+            .tool_facts
+            .binary_search_by(|f| (*f.name).cmp(name))
+            .ok()?;
+        Some((&self.tool_order[at].def, &self.tool_facts[at]))
+    }
+
     pub(crate) fn resource_entries(&self) -> &[ResourceEntry] {
         &self.resource_order
     }
@@ -178,7 +220,13 @@ impl Snapshot {
     }
 
     fn reorder(&mut self) {
-        self.tool_order = sorted(self.tools.values(), |e| e.def.name().to_owned());
+        let mut tools: Vec<(&Arc<str>, &ToolEntry)> = self.tools.iter().collect();
+        tools.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        self.tool_facts = tools
+            .iter()
+            .map(|(name, e)| ToolFacts::of(name, e))
+            .collect();
+        self.tool_order = tools.into_iter().map(|(_, e)| Arc::clone(e)).collect();
         self.resource_order = sorted(self.resources.values(), |e| e.def.uri().to_owned());
         self.templates
             .sort_by(|a, b| a.def.uri_template().cmp(b.def.uri_template()));

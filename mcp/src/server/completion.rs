@@ -49,13 +49,13 @@ impl Server {
                 // Only tool *names* complete, and only those this caller may see: a name
                 // must never leak through completion to a caller tools/list would hide it from.
                 let values = if p.argument.name == "name" {
-                    let tools: Vec<_> = snapshot.tools().collect();
+                    let tools: Vec<_> = snapshot.tools().zip(snapshot.tool_facts()).collect();
                     let verdicts = self.tools_visible(&scope.caller, &tools).await;
                     let visible: Vec<String> = tools
                         .iter()
                         .zip(verdicts)
                         .filter(|(_, ok)| *ok)
-                        .map(|(t, _)| t.name().to_owned())
+                        .map(|((t, _), _)| t.name().to_owned())
                         .collect();
                     prefix_matches(&visible, &p.argument.value)
                 } else {

@@ -15,8 +15,8 @@ use super::dispatch::{Failure, Outcome, Scope, parse_params, progress_token, run
 use super::tasks::{TaskPlan, TaskStarted};
 use super::{Reply, Server};
 use crate::auth::{
-    ArgsSource, AuditOutcome, AuthRequest, Decision, Seam, approval_unavailable, decide_later,
-    decide_now, reasons, tool_denied, url_step_refused,
+    ArgsSource, AuditOutcome, AuthRequest, Decision, Seam, approval_unavailable, decide_all_now,
+    decide_later, reasons, tool_denied, url_step_refused,
 };
 use crate::context::{Caller, NO_CHANNEL};
 use crate::elicit::mrtr::Mrtr;
@@ -25,7 +25,7 @@ use crate::elicit::{APPROVAL_KEY, Approval, ask_approval, judge};
 use crate::protocol::methods::Method;
 use crate::protocol::{CallToolResult, ErrorObject, Meta, PaginatedParams, ProgressToken, methods};
 use crate::registry::{
-    ArgsText, ListKind, PageLimit, SharedParams, ToolArgs, ToolDef, page_from, page_start,
+    ArgsText, ListKind, SharedParams, ToolArgs, ToolDef, ToolFacts, page_from, page_start,
 };
 use crate::server::Transport;
 
@@ -69,31 +69,36 @@ impl Server {
             // visible one that does not fit), so a whole listing costs about one decision per
             // tool, not one per tool per page. Decided a batch at a time, concurrently: one
             // slow policy lookup must not add up per tool.
+            let facts = snapshot.tool_facts();
             let mut decided: Vec<bool> = Vec::new();
             let (mut count, mut bytes) = (0, 0);
             'decide: while start + decided.len() < entries.len() {
                 let from = start + decided.len();
                 let to = (from + limit.room_after(count).min(DECIDED_AT_ONCE)).min(entries.len());
-                let batch: Vec<&ToolDef> = entries[from..to].iter().map(|e| &e.def).collect();
+                let batch: Vec<(&ToolDef, &ToolFacts)> = entries[from..to]
+                    .iter()
+                    .zip(&facts[from..to])
+                    .map(|(e, f)| (&e.def, f))
+                    .collect();
                 let verdicts = self.tools_visible(&scope.caller, &batch).await;
-                for (entry, shown) in entries[from..to].iter().zip(verdicts) {
+                for (fact, shown) in facts[from..to].iter().zip(verdicts) {
                     decided.push(shown);
                     if shown {
-                        let cost = PageLimit::cost(entry);
-                        if !limit.admits(count, bytes, cost) {
+                        if !limit.admits(count, bytes, fact.cost) {
                             break 'decide;
                         }
                         count += 1;
-                        bytes += cost;
+                        bytes += fact.cost;
                     }
                 }
             }
+            // The page ends within what was decided: nothing past it is scanned.
             page_from(
-                entries,
+                &entries[..start + decided.len()],
                 |t| t.name(),
                 start,
                 limit,
-                |i, _| i.checked_sub(start).and_then(|at| decided.get(at)) == Some(&true),
+                |i, _| decided[i - start],
             )
         };
         let cache = self.list_cache(scope, ListKind::Tools);
@@ -105,27 +110,32 @@ impl Server {
     /// scopes. The decisions an authorizer gives at once are taken in place, without a
     /// future per tool; only those it gives later are awaited, together (one slow policy
     /// lookup must not add up per tool).
-    pub(crate) async fn tools_visible(&self, caller: &Caller, tools: &[&ToolDef]) -> Vec<bool> {
+    pub(crate) async fn tools_visible(
+        &self,
+        caller: &Caller,
+        tools: &[(&ToolDef, &ToolFacts)],
+    ) -> Vec<bool> {
         let Some(authorizer) = &self.inner.authorizer else {
-            return tools.iter().map(|t| has_scopes(caller, t)).collect();
+            return tools.iter().map(|&t| may_see(caller, t)).collect();
         };
         let requests: Vec<Option<AuthRequest<'_>>> = tools
             .iter()
-            .map(|tool| {
-                has_scopes(caller, tool).then(|| {
+            .map(|&(tool, facts)| {
+                may_see(caller, (tool, facts)).then(|| {
                     AuthRequest::new(
                         Seam::Tool,
-                        tool.name(),
+                        &facts.name,
                         Some(tool),
                         // Listing asks with no arguments: `{}` as text costs nothing
                         // to build or to drop.
                         ArgsSource::Raw("{}"),
                         &caller.auth,
                     )
+                    .with_sensitivity(facts.sensitive)
                 })
             })
             .collect();
-        let shows = |decision: Decision| match decision {
+        let shows = |decision: &Decision| match decision {
             Decision::Allow => true,
             Decision::Ask(_) => caller.can_elicit(),
             Decision::Url(_) => caller.cannot_take_url().is_none(),
@@ -133,20 +143,19 @@ impl Server {
         };
         let mut visible = vec![false; tools.len()];
         let mut waiting = Vec::new();
-        for (at, request) in requests.iter().enumerate() {
-            let Some(request) = request else { continue };
-            match decide_now(&**authorizer, request) {
-                Ok(decision) => visible[at] = shows(decision),
-                Err(later) => waiting.push((
-                    at,
-                    decide_later(later, request, self.config().authorizer_timeout),
-                )),
-            }
-        }
+        let timeout = self.config().authorizer_timeout;
+        let each = requests
+            .iter()
+            .enumerate()
+            .filter_map(|(at, r)| Some((at, r.as_ref()?)));
+        decide_all_now(&**authorizer, each, |at, request, outcome| match outcome {
+            Ok(decision) => visible[at] = shows(&decision),
+            Err(later) => waiting.push((at, decide_later(later, request, timeout))),
+        });
         if !waiting.is_empty() {
             let (at, later): (Vec<usize>, Vec<_>) = waiting.into_iter().unzip();
             for (at, decision) in at.into_iter().zip(futures::future::join_all(later).await) {
-                visible[at] = shows(decision);
+                visible[at] = shows(&decision);
             }
         }
         visible
@@ -434,15 +443,15 @@ impl Server {
         let snapshot = self.registry().snapshot();
         if let Some(Value::Array(tools)) = result.get_mut("tools") {
             let listed = std::mem::take(tools);
-            let defs: Vec<Option<&ToolDef>> = listed
+            let defs: Vec<Option<(&ToolDef, &ToolFacts)>> = listed
                 .iter()
                 .map(|t| {
                     t.get("name")
                         .and_then(Value::as_str)
-                        .and_then(|n| snapshot.tool(n))
+                        .and_then(|n| snapshot.tool_with_facts(n))
                 })
                 .collect();
-            let known: Vec<&ToolDef> = defs.iter().flatten().copied().collect();
+            let known: Vec<(&ToolDef, &ToolFacts)> = defs.iter().flatten().copied().collect();
             let mut verdicts = self.tools_visible(&scope.caller, &known).await.into_iter();
             *tools = listed
                 .into_iter()
@@ -654,6 +663,12 @@ enum StatelessApproval {
 fn scopes_enforced(caller: &Caller) -> bool {
     caller.auth.principal().is_some()
         || matches!(caller.auth.transport(), Transport::Http | Transport::Sse)
+}
+
+/// [`has_scopes`] for a listed tool: its facts say whether it requires any, without
+/// reading its definition.
+fn may_see(caller: &Caller, (tool, facts): (&ToolDef, &ToolFacts)) -> bool {
+    !facts.scoped || has_scopes(caller, tool)
 }
 
 fn has_scopes(caller: &Caller, tool: &ToolDef) -> bool {
