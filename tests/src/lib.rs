@@ -138,6 +138,17 @@ pub fn answer(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
+/// The names of every tool `client` is shown, across pages.
+pub async fn tool_names(client: &mut TestClient) -> Vec<String> {
+    client
+        .list_tools()
+        .await
+        .expect("tools/list answers")
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
+
 /// A connected client that has completed the handshake with `capabilities`.
 pub async fn initialized_client(server: &Server, capabilities: Value) -> TestClient {
     let mut client = TestClient::connect(server);

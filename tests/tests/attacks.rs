@@ -175,13 +175,7 @@ async fn tools_hidden_from_the_list_are_refused_at_call_on_every_path() {
     let mut c =
         mcp::testing::TestClient::connect_as(&server, ConnId::random("attacker"), Transport::Http);
     c.initialize(json!({})).await.unwrap();
-    let listed: Vec<String> = c
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let listed: Vec<String> = mcp_tests::tool_names(&mut c).await;
     assert_eq!(listed, ["open"]);
     let completed = c
         .request(

@@ -90,13 +90,7 @@ async fn a_layer_changes_an_allowed_answer_and_never_sees_a_denied_call() {
     assert_eq!(stamp.0.load(Ordering::SeqCst), 1);
 
     // Hidden from the list, whatever the layers do.
-    let names: Vec<_> = client
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let names: Vec<_> = mcp_tests::tool_names(&mut client).await;
     assert_eq!(names, ["add"]);
 }
 

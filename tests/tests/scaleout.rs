@@ -117,6 +117,30 @@ impl Replicas {
         }
     }
 
+    /// A session made on replica 0 and subscribed to `test://static` through replica 1.
+    async fn subscribed_session(&self) -> McpHttp {
+        let mut a = self.client(0);
+        a.initialize("2025-11-25", json!({})).await;
+        self.on(&a, 1)
+            .request(40, "resources/subscribe", json!({"uri": "test://static"}))
+            .await;
+        a
+    }
+
+    /// Registers a tool `late` on replica `i`: its tool list changes.
+    fn register_late_tool(&self, i: usize) {
+        self.replicas[i]
+            .fixture
+            .server
+            .registry()
+            .replace_tool(ToolDef::from_fn(
+                "late",
+                "Registered late.",
+                |_ctx, _: serde_json::Map<String, Value>| async { "late" },
+            ))
+            .unwrap();
+    }
+
     /// Breaks replica `i`'s bus subscription, as a Redis restart would. In memory only its
     /// subscription breaks, and stays broken until [`Replicas::mend_bus`]: what is
     /// published meanwhile is lost for it (returns true). On Redis every replica's
@@ -341,11 +365,7 @@ async fn subscriptions_and_list_changes_reach_the_get_stream_on_any_replica(kind
     else {
         return;
     };
-    let mut a = r.client(0);
-    a.initialize("2025-11-25", json!({})).await;
-    r.on(&a, 1)
-        .request(40, "resources/subscribe", json!({"uri": "test://static"}))
-        .await;
+    let mut a = r.subscribed_session().await;
     let get = r.on(&a, 2).get().send().await.unwrap();
     assert_eq!(get.status(), StatusCode::OK);
     let mut stream = SseReader::new(get);
@@ -359,16 +379,7 @@ async fn subscriptions_and_list_changes_reach_the_get_stream_on_any_replica(kind
     assert_eq!(updated["params"]["uri"], "test://static");
 
     // A tool registered on replica 1: the list changed.
-    r.replicas[1]
-        .fixture
-        .server
-        .registry()
-        .replace_tool(ToolDef::from_fn(
-            "late",
-            "Registered late.",
-            |_ctx, _: serde_json::Map<String, Value>| async { "late" },
-        ))
-        .unwrap();
+    r.register_late_tool(1);
     until_method(&mut stream, "notifications/tools/list_changed").await;
 
     // Unsubscribed on replica 0: an update raised on replica 1 is not sent.
@@ -393,11 +404,7 @@ async fn what_a_replica_missed_while_its_bus_was_away_reaches_it_after(kind: Kin
     };
     // Session a is subscribed to a resource; session b is a second one. Both hold their
     // GET stream on replica 2.
-    let mut a = r.client(0);
-    a.initialize("2025-11-25", json!({})).await;
-    r.on(&a, 1)
-        .request(40, "resources/subscribe", json!({"uri": "test://static"}))
-        .await;
+    let a = r.subscribed_session().await;
     let mut a_stream = SseReader::new(r.on(&a, 2).get().send().await.unwrap());
     // Its priming event first, so that any event later is news.
     let primed = a_stream
@@ -412,16 +419,7 @@ async fn what_a_replica_missed_while_its_bus_was_away_reaches_it_after(kind: Kin
     let deaf = r.break_bus(2);
     // While replica 2 cannot hear: a tool registered on replica 1, the resource updated on
     // replica 0, session b deleted through replica 1.
-    r.replicas[1]
-        .fixture
-        .server
-        .registry()
-        .replace_tool(ToolDef::from_fn(
-            "late",
-            "Registered while a replica was deaf.",
-            |_ctx, _: serde_json::Map<String, Value>| async { "late" },
-        ))
-        .unwrap();
+    r.register_late_tool(1);
     r.replicas[0]
         .fixture
         .server
@@ -721,16 +719,7 @@ async fn listen_streams_hear_changes_raised_on_other_replicas(kind: Kind) {
         ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
         "listen-1"
     );
-    r.replicas[1]
-        .fixture
-        .server
-        .registry()
-        .replace_tool(ToolDef::from_fn(
-            "late",
-            "Registered late.",
-            |_ctx, _: serde_json::Map<String, Value>| async { "late" },
-        ))
-        .unwrap();
+    r.register_late_tool(1);
     let (_, changed) = until_method(&mut stream, "notifications/tools/list_changed").await;
     assert_eq!(
         changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],

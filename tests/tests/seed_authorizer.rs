@@ -210,22 +210,7 @@ async fn a_listing_hides_only_the_tools_whose_decision_panicked() {
         .build()
         .unwrap();
     let mut client = initialized_client(&server, json!({})).await;
-    let mut listed = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let params = match &cursor {
-            Some(c) => json!({"cursor": c}),
-            None => json!({}),
-        };
-        let page = client.request("tools/list", params).await.unwrap();
-        for t in page["tools"].as_array().unwrap() {
-            listed.push(t["name"].as_str().unwrap().to_owned());
-        }
-        match page["nextCursor"].as_str() {
-            Some(c) => cursor = Some(c.to_owned()),
-            None => break,
-        }
-    }
+    let listed: Vec<String> = mcp_tests::tool_names(&mut client).await;
     let expected: Vec<String> = (0..20)
         .map(|i| format!("t{i:02}"))
         .filter(|n| !n.ends_with('3') && !n.ends_with('8'))
@@ -410,13 +395,7 @@ fn listing_policy() -> Arc<dyn auth::Authorizer> {
 
 async fn listed_names(server: &Server, capabilities: Value) -> Vec<String> {
     let mut client = initialized_client(server, capabilities).await;
-    let names = client
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let names = mcp_tests::tool_names(&mut client).await;
     assert_eq!(client.request("ping", json!({})).await.unwrap(), json!({}));
     names
 }

@@ -808,13 +808,7 @@ async fn tool_name_completion_never_reveals_hidden_tools() {
         .unwrap();
     assert_eq!(r["completion"]["values"], json!(["search"]));
     // Consistent with tools/list for the same caller.
-    let listed: Vec<String> = client
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let listed: Vec<String> = mcp_tests::tool_names(&mut client).await;
     assert_eq!(listed, ["add", "search"]);
     // A caller that can be asked also sees the Ask'd tool.
     let mut asker = initialized_client(&server, json!({"elicitation": {}})).await;

@@ -760,29 +760,59 @@ async fn shutdown_ends_running_tasks_failed_saying_so() {
     );
 }
 
+/// Two replicas of the task server on the in-memory backend, each serving HTTP, with a
+/// 2026-07-28 client of alice's on each.
+struct TwoReplicas {
+    backend: mcp::cluster::memory::MemoryBackend,
+    a: mcp::cluster::Cluster,
+    on_a: StatelessHttp,
+    on_b: StatelessHttp,
+    _servers: [HttpTestServer; 2],
+}
+
+impl TwoReplicas {
+    /// A task of the `slow` tool (a minute) started on replica A; its id.
+    async fn start_slow(&self, id: i64) -> String {
+        let answer = self
+            .on_a
+            .request(
+                json!(id),
+                "tools/call",
+                json!({"name": "slow", "arguments": {"ms": 60000}}),
+            )
+            .await;
+        result(&answer)["taskId"].as_str().unwrap().to_owned()
+    }
+
+    async fn start(seen: &Seen) -> TwoReplicas {
+        let backend = mcp::cluster::memory::MemoryBackend::new();
+        let (ca, cb) = (backend.replica(), backend.replica());
+        let key = [7u8; 32];
+        let serve = |cluster: mcp::cluster::Cluster| {
+            let server = builder(seen)
+                .cluster(cluster)
+                .state_key(key)
+                .build()
+                .unwrap();
+            HttpTestServer::start(server, test_config().bearer_auth(bearer()))
+        };
+        let srv_a = serve(ca.clone()).await;
+        let srv_b = serve(cb).await;
+        TwoReplicas {
+            on_a: modern(&srv_a, "alice", true),
+            on_b: modern(&srv_b, "alice", true),
+            backend,
+            a: ca,
+            _servers: [srv_a, srv_b],
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_task_is_read_and_steered_from_another_replica_and_fails_when_its_replica_dies() {
-    use mcp::cluster::memory::MemoryBackend;
-    let backend = MemoryBackend::new();
-    let (ca, cb) = (backend.replica(), backend.replica());
-    ca.start().await.unwrap();
-    cb.start().await.unwrap();
     let seen = Seen::default();
-    let key = [7u8; 32];
-    let a = builder(&seen)
-        .cluster(ca.clone())
-        .state_key(key)
-        .build()
-        .unwrap();
-    let b = builder(&seen)
-        .cluster(cb.clone())
-        .state_key(key)
-        .build()
-        .unwrap();
-    let srv_a = HttpTestServer::start(a, test_config().bearer_auth(bearer())).await;
-    let srv_b = HttpTestServer::start(b, test_config().bearer_auth(bearer())).await;
-    let on_a = modern(&srv_a, "alice", true);
-    let on_b = modern(&srv_b, "alice", true);
+    let two = TwoReplicas::start(&seen).await;
+    let (backend, ca, on_a, on_b) = (&two.backend, &two.a, &two.on_a, &two.on_b);
 
     // Created on A, answered through B.
     let r = on_a
@@ -793,28 +823,21 @@ async fn a_task_is_read_and_steered_from_another_replica_and_fails_when_its_repl
         )
         .await;
     let id = result(&r)["taskId"].as_str().unwrap().to_owned();
-    poll_modern(&on_b, &id, "input_required").await;
+    poll_modern(on_b, &id, "input_required").await;
     on_b.request(
         json!(2),
         "tasks/update",
         json!({"taskId": id, "inputResponses": {"go": {"action": "accept", "content": {"confirm": true}}}}),
     )
     .await;
-    let done = poll_modern(&on_b, &id, "completed").await;
+    let done = poll_modern(on_b, &id, "completed").await;
     assert_eq!(done["result"]["content"][0]["text"], "yes");
 
     // Cancelled through B: A's handler stops.
-    let r = on_a
-        .request(
-            json!(3),
-            "tools/call",
-            json!({"name": "slow", "arguments": {"ms": 60000}}),
-        )
-        .await;
-    let slow = result(&r)["taskId"].as_str().unwrap().to_owned();
+    let slow = two.start_slow(3).await;
     on_b.request(json!(4), "tasks/cancel", json!({"taskId": slow}))
         .await;
-    poll_modern(&on_a, &slow, "cancelled").await;
+    poll_modern(on_a, &slow, "cancelled").await;
     for _ in 0..200 {
         if seen.cancelled.load(Ordering::SeqCst) == 1 {
             break;
@@ -824,16 +847,9 @@ async fn a_task_is_read_and_steered_from_another_replica_and_fails_when_its_repl
     assert_eq!(seen.cancelled.load(Ordering::SeqCst), 1);
 
     // A dies while a task runs there: B ends it failed, saying why.
-    let r = on_a
-        .request(
-            json!(5),
-            "tools/call",
-            json!({"name": "slow", "arguments": {"ms": 60000}}),
-        )
-        .await;
-    let orphan = result(&r)["taskId"].as_str().unwrap().to_owned();
+    let orphan = two.start_slow(5).await;
     backend.kill(ca.replica_id());
-    let t = poll_modern(&on_b, &orphan, "failed").await;
+    let t = poll_modern(on_b, &orphan, "failed").await;
     assert!(
         t["error"]["message"]
             .as_str()
@@ -847,34 +863,15 @@ async fn a_task_is_read_and_steered_from_another_replica_and_fails_when_its_repl
 /// heard as a message; once the bus is back the runner reads the record and stops.
 #[tokio::test]
 async fn a_task_cancelled_while_its_replicas_bus_was_away_stops_once_the_bus_is_back() {
-    use mcp::cluster::memory::MemoryBackend;
-    let backend = MemoryBackend::new();
-    let (ca, cb) = (backend.replica(), backend.replica());
     let seen = Seen::default();
-    let key = [7u8; 32];
-    let a = builder(&seen)
-        .cluster(ca.clone())
-        .state_key(key)
-        .build()
-        .unwrap();
-    let b = builder(&seen).cluster(cb).state_key(key).build().unwrap();
-    let srv_a = HttpTestServer::start(a, test_config().bearer_auth(bearer())).await;
-    let srv_b = HttpTestServer::start(b, test_config().bearer_auth(bearer())).await;
-    let on_a = modern(&srv_a, "alice", true);
-    let on_b = modern(&srv_b, "alice", true);
+    let two = TwoReplicas::start(&seen).await;
+    let (backend, ca, on_b) = (&two.backend, &two.a, &two.on_b);
 
-    let r = on_a
-        .request(
-            json!(1),
-            "tools/call",
-            json!({"name": "slow", "arguments": {"ms": 60000}}),
-        )
-        .await;
-    let slow = result(&r)["taskId"].as_str().unwrap().to_owned();
+    let slow = two.start_slow(1).await;
     backend.cut_bus(ca.replica_id());
     on_b.request(json!(2), "tasks/cancel", json!({"taskId": slow}))
         .await;
-    poll_modern(&on_b, &slow, "cancelled").await;
+    poll_modern(on_b, &slow, "cancelled").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         seen.cancelled.load(Ordering::SeqCst),
