@@ -36,9 +36,12 @@ impl std::io::Write for Lines {
 async fn logged_with_routine_at(level: tracing::Level) -> (String, Vec<String>) {
     let lines = Lines::default();
     let writer = lines.clone();
+    // The generated main's format: what an operator's log shows.
     let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
         .with_ansi(false)
+        .event_format(mcp::cli::LogLine::default())
+        .fmt_fields(mcp::cli::LogFields)
+        .with_writer(move || writer.clone())
         .with_max_level(tracing::Level::INFO)
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);

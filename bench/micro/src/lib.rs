@@ -97,10 +97,10 @@ pub fn default_logging(path: &str) {
         .open(path)
         .expect("a log file");
     tracing_subscriber::fmt()
-        .fmt_fields(mcp::cli::LogFields)
-        .with_timer(mcp::cli::LogTime)
-        .with_writer(std::sync::Mutex::new(file))
         .with_ansi(false)
+        .event_format(mcp::cli::LogLine::default())
+        .fmt_fields(mcp::cli::LogFields)
+        .with_writer(std::sync::Mutex::new(file))
         .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
         .init();
 }

@@ -165,7 +165,7 @@ pub use clap;
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub use limits::Limits;
-pub use log_format::{LogFields, LogTime};
+pub use log_format::{LogFields, LogLine, LogTime};
 #[cfg(all(feature = "cli", feature = "http"))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "cli", feature = "http"))))]
 pub use network::NetworkOptions;
@@ -436,8 +436,8 @@ fn init_logging(filter: &str) -> log_writer::FlushOnDrop {
     let _ = registry
         .with(
             tracing_subscriber::fmt::layer()
+                .event_format(LogLine::default())
                 .fmt_fields(LogFields)
-                .with_timer(LogTime)
                 .with_writer(logs.clone())
                 .with_ansi(std::io::stderr().is_terminal())
                 .with_filter(filter),
