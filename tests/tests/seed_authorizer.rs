@@ -219,6 +219,68 @@ async fn a_listing_hides_only_the_tools_whose_decision_panicked() {
     assert_eq!(client.request("ping", json!({})).await.unwrap(), json!({}));
 }
 
+/// Records the tools it is asked about; allows the insensitive ones and asks about the rest,
+/// and says so (`allows_every_insensitive_tool`) when `says_so`.
+struct Recording {
+    asked: Mutex<Vec<String>>,
+    says_so: bool,
+}
+
+impl auth::Authorizer for Recording {
+    fn decide<'a>(&'a self, request: &'a AuthRequest<'a>) -> auth::Verdict<'a> {
+        self.asked.lock().push(request.name().to_owned());
+        auth::Verdict::Now(if request.is_sensitive() {
+            Decision::ask(format!("Run {}?", request.name()))
+        } else {
+            Decision::Allow
+        })
+    }
+    fn allows_every_insensitive_tool(&self) -> bool {
+        self.says_so
+    }
+}
+
+/// An authorizer that allows every insensitive tool may say so: a listing then asks it
+/// only about the sensitive tools and shows the same; calls are still decided one by one.
+#[tokio::test]
+async fn a_listing_asks_only_about_sensitive_tools_an_authorizer_does_not_settle() {
+    for says_so in [false, true] {
+        let runs = Runs::new();
+        let recording = Arc::new(Recording {
+            asked: Mutex::new(Vec::new()),
+            says_so,
+        });
+        let server = Server::builder("seed", "0")
+            .tool(counting_tool("plain", &runs))
+            .tool(counting_tool("wipe", &runs).destructive())
+            .tool(counting_tool("peek", &runs).read_only())
+            .authorizer(Arc::clone(&recording) as Arc<dyn auth::Authorizer>)
+            .build()
+            .unwrap();
+        // No elicitation: a tool that needs a question is hidden from this client.
+        let mut client = initialized_client(&server, json!({})).await;
+        assert_eq!(
+            mcp_tests::tool_names(&mut client).await,
+            ["peek", "plain"],
+            "says_so: {says_so}"
+        );
+        let asked = std::mem::take(&mut *recording.asked.lock());
+        if says_so {
+            assert_eq!(asked, ["wipe"]);
+        } else {
+            assert_eq!(asked.len(), 3, "{asked:?}");
+        }
+        client.call_tool("plain", json!({})).await.unwrap();
+        assert_eq!(*recording.asked.lock(), ["plain"], "says_so: {says_so}");
+        assert_eq!(runs.get(), 1);
+    }
+    // The built-ins say so, and their listings show what their decisions allow.
+    assert!(allow_all().allows_every_insensitive_tool());
+    assert!(auth::ask_before_sensitive().allows_every_insensitive_tool());
+    assert!(!allowlist(["plain"]).allows_every_insensitive_tool());
+    assert!(!policy(|_| Decision::Allow).allows_every_insensitive_tool());
+}
+
 #[tokio::test]
 async fn a_panicking_async_authorizer_denies_too() {
     let runs = Runs::new();

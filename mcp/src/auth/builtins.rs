@@ -62,7 +62,16 @@ where
 /// Allows everything: the explicit opt-out for servers whose every caller is trusted
 /// (it still counts as a chosen authorizer).
 pub fn allow_all() -> Arc<dyn Authorizer> {
-    policy(|_| Decision::Allow)
+    struct AllowAll;
+    impl Authorizer for AllowAll {
+        fn decide<'a>(&'a self, _: &'a AuthRequest<'a>) -> Verdict<'a> {
+            Verdict::Now(Decision::Allow)
+        }
+        fn allows_every_insensitive_tool(&self) -> bool {
+            true
+        }
+    }
+    Arc::new(AllowAll)
 }
 
 /// Denies everything with `reason`.
@@ -93,18 +102,24 @@ where
 /// knows exactly what they approve; a call whose arguments do not fit the tool is answered
 /// with the argument error instead, and nobody is asked.
 pub fn ask_before_sensitive() -> Arc<dyn Authorizer> {
-    policy(|req| {
-        if req.seam() == Seam::Tool && req.is_sensitive() {
+    struct AskBeforeSensitive;
+    impl Authorizer for AskBeforeSensitive {
+        fn decide<'a>(&'a self, req: &'a AuthRequest<'a>) -> Verdict<'a> {
+            if req.seam() != Seam::Tool || !req.is_sensitive() {
+                return Verdict::Now(Decision::Allow);
+            }
             let mut args = req.arguments().to_string();
             if args.chars().count() > 300 {
                 args = args.chars().take(300).collect::<String>() + "…";
             }
-            Decision::ask(format!(
+            Verdict::Now(Decision::ask(format!(
                 "Allow the `{}` tool to run with these arguments: {args}",
                 req.name()
-            ))
-        } else {
-            Decision::Allow
+            )))
         }
-    })
+        fn allows_every_insensitive_tool(&self) -> bool {
+            true
+        }
+    }
+    Arc::new(AskBeforeSensitive)
 }

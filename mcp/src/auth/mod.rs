@@ -570,17 +570,33 @@ impl From<Decision> for Verdict<'_> {
 pub trait Authorizer: Send + Sync + 'static {
     /// Decides one request.
     fn decide<'a>(&'a self, request: &'a AuthRequest<'a>) -> Verdict<'a>;
+
+    /// Whether [`decide`](Authorizer::decide) allows, at once, every request on the tool
+    /// seam whose tool is not sensitive, whoever asks and with any arguments. A
+    /// `tools/list` then asks only about the sensitive tools (what it shows is the same;
+    /// a listing decides per tool only to hide what the caller could not call). Calls are
+    /// still decided and audited one by one. The default, `false`, is always correct;
+    /// [`allow_all`] and [`ask_before_sensitive`] say `true`.
+    fn allows_every_insensitive_tool(&self) -> bool {
+        false
+    }
 }
 
 impl<A: Authorizer + ?Sized> Authorizer for Arc<A> {
     fn decide<'a>(&'a self, request: &'a AuthRequest<'a>) -> Verdict<'a> {
         (**self).decide(request)
     }
+    fn allows_every_insensitive_tool(&self) -> bool {
+        (**self).allows_every_insensitive_tool()
+    }
 }
 
 impl<A: Authorizer + ?Sized> Authorizer for Box<A> {
     fn decide<'a>(&'a self, request: &'a AuthRequest<'a>) -> Verdict<'a> {
         (**self).decide(request)
+    }
+    fn allows_every_insensitive_tool(&self) -> bool {
+        (**self).allows_every_insensitive_tool()
     }
 }
 

@@ -118,10 +118,21 @@ impl Server {
         let Some(authorizer) = &self.inner.authorizer else {
             return tools.iter().map(|&t| may_see(caller, t)).collect();
         };
+        // What the authorizer says it allows anyway is shown without asking it.
+        let settled = authorizer.allows_every_insensitive_tool();
+        let mut visible = vec![false; tools.len()];
         let requests: Vec<Option<AuthRequest<'_>>> = tools
             .iter()
-            .map(|&(tool, facts)| {
-                may_see(caller, (tool, facts)).then(|| {
+            .zip(&mut visible)
+            .map(|(&(tool, facts), shown)| {
+                if !may_see(caller, (tool, facts)) {
+                    return None;
+                }
+                if settled && !facts.sensitive {
+                    *shown = true;
+                    return None;
+                }
+                Some(
                     AuthRequest::new(
                         Seam::Tool,
                         &facts.name,
@@ -131,8 +142,8 @@ impl Server {
                         ArgsSource::Raw("{}"),
                         &caller.auth,
                     )
-                    .with_sensitivity(facts.sensitive)
-                })
+                    .with_sensitivity(facts.sensitive),
+                )
             })
             .collect();
         let shows = |decision: &Decision| match decision {
@@ -141,7 +152,6 @@ impl Server {
             Decision::Url(_) => caller.cannot_take_url().is_none(),
             Decision::Deny(_) => false,
         };
-        let mut visible = vec![false; tools.len()];
         let mut waiting = Vec::new();
         let timeout = self.config().authorizer_timeout;
         let each = requests
