@@ -118,34 +118,31 @@ impl Server {
         let Some(authorizer) = &self.inner.authorizer else {
             return tools.iter().map(|&t| may_see(caller, t)).collect();
         };
-        // What the authorizer says it allows anyway is shown without asking it.
+        // What the authorizer says it allows anyway is shown without asking it; requests
+        // are built only for the tools it is asked about (with their place in `tools`).
         let settled = authorizer.allows_every_insensitive_tool();
         let mut visible = vec![false; tools.len()];
-        let requests: Vec<Option<AuthRequest<'_>>> = tools
-            .iter()
-            .zip(&mut visible)
-            .map(|(&(tool, facts), shown)| {
-                if !may_see(caller, (tool, facts)) {
-                    return None;
-                }
-                if settled && !facts.sensitive {
-                    *shown = true;
-                    return None;
-                }
-                Some(
-                    AuthRequest::new(
-                        Seam::Tool,
-                        &facts.name,
-                        Some(tool),
-                        // Listing asks with no arguments: `{}` as text costs nothing
-                        // to build or to drop.
-                        ArgsSource::Raw("{}"),
-                        &caller.auth,
-                    )
-                    .with_sensitivity(facts.sensitive),
-                )
-            })
-            .collect();
+        let mut requests: Vec<(usize, AuthRequest<'_>)> = Vec::new();
+        for (at, (&(tool, facts), shown)) in tools.iter().zip(&mut visible).enumerate() {
+            if !may_see(caller, (tool, facts)) {
+                continue;
+            }
+            if settled && !facts.sensitive {
+                *shown = true;
+                continue;
+            }
+            let request = AuthRequest::new(
+                Seam::Tool,
+                &facts.name,
+                Some(tool),
+                // Listing asks with no arguments: `{}` as text costs nothing to build or
+                // to drop.
+                ArgsSource::Raw("{}"),
+                &caller.auth,
+            )
+            .with_sensitivity(facts.sensitive);
+            requests.push((at, request));
+        }
         let shows = |decision: &Decision| match decision {
             Decision::Allow => true,
             Decision::Ask(_) => caller.can_elicit(),
@@ -154,10 +151,7 @@ impl Server {
         };
         let mut waiting = Vec::new();
         let timeout = self.config().authorizer_timeout;
-        let each = requests
-            .iter()
-            .enumerate()
-            .filter_map(|(at, r)| Some((at, r.as_ref()?)));
+        let each = requests.iter().map(|(at, r)| (*at, r));
         decide_all_now(&**authorizer, each, |at, request, outcome| match outcome {
             Ok(decision) => visible[at] = shows(&decision),
             Err(later) => waiting.push((at, decide_later(later, request, timeout))),
