@@ -67,9 +67,12 @@ fn next_byte() -> u8 {
 fn script_text() -> String {
     let n = usize::from(next_byte() % 12);
     let bytes: Vec<u8> = (0..n).map(|_| next_byte()).collect();
-    String::from_utf8_lossy(&bytes)
-        .replace("alice", "a")
-        .replace("bob", "b")
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    // Until none is left: one pass leaves "bob" in "bobob".
+    while text.contains("alice") || text.contains("bob") {
+        text = text.replace("alice", "a").replace("bob", "b");
+    }
+    text
 }
 
 fn script_value(depth: u8) -> Value {
