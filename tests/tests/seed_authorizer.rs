@@ -274,10 +274,28 @@ async fn a_listing_asks_only_about_sensitive_tools_an_authorizer_does_not_settle
         assert_eq!(*recording.asked.lock(), ["plain"], "says_so: {says_so}");
         assert_eq!(runs.get(), 1);
     }
-    // The built-ins say so, and their listings show what their decisions allow.
-    assert!(allow_all().allows_every_insensitive_tool());
-    assert!(auth::ask_before_sensitive().allows_every_insensitive_tool());
+}
+
+/// The built-ins that say they allow every insensitive tool do, at once, with any
+/// arguments; the others, and a closure of the user's, do not say so.
+#[test]
+fn only_the_built_ins_that_allow_every_insensitive_tool_say_so() {
+    let runs = Runs::new();
+    let plain = counting_tool("plain", &runs);
+    let nobody = context_for_test();
+    for settled in [allow_all(), auth::ask_before_sensitive()] {
+        assert!(settled.allows_every_insensitive_tool());
+        for arguments in [json!({}), json!({"path": "/etc", "force": true})] {
+            let request =
+                AuthRequest::for_test(Seam::Tool, "plain", Some(&plain), arguments, &nobody);
+            assert!(matches!(
+                settled.decide(&request),
+                auth::Verdict::Now(Decision::Allow)
+            ));
+        }
+    }
     assert!(!allowlist(["plain"]).allows_every_insensitive_tool());
+    assert!(!deny_all("no").allows_every_insensitive_tool());
     assert!(!policy(|_| Decision::Allow).allows_every_insensitive_tool());
 }
 

@@ -19,16 +19,40 @@ pub fn policy<F>(f: F) -> Arc<dyn Authorizer>
 where
     F: Fn(&AuthRequest<'_>) -> Decision + Send + Sync + 'static,
 {
-    struct Policy<F>(F);
-    impl<F> Authorizer for Policy<F>
-    where
-        F: Fn(&AuthRequest<'_>) -> Decision + Send + Sync + 'static,
-    {
-        fn decide<'a>(&'a self, request: &'a AuthRequest<'a>) -> Verdict<'a> {
-            Verdict::Now((self.0)(request))
-        }
+    Arc::new(Policy {
+        decide: f,
+        allows_every_insensitive_tool: false,
+    })
+}
+
+/// A policy of ours that allows every insensitive tool at once, and says so
+/// ([`Authorizer::allows_every_insensitive_tool`]).
+fn policy_allowing_insensitive_tools<F>(f: F) -> Arc<dyn Authorizer>
+where
+    F: Fn(&AuthRequest<'_>) -> Decision + Send + Sync + 'static,
+{
+    Arc::new(Policy {
+        decide: f,
+        allows_every_insensitive_tool: true,
+    })
+}
+
+/// A synchronous closure as an authorizer.
+struct Policy<F> {
+    decide: F,
+    allows_every_insensitive_tool: bool,
+}
+
+impl<F> Authorizer for Policy<F>
+where
+    F: Fn(&AuthRequest<'_>) -> Decision + Send + Sync + 'static,
+{
+    fn decide<'a>(&'a self, request: &'a AuthRequest<'a>) -> Verdict<'a> {
+        Verdict::Now((self.decide)(request))
     }
-    Arc::new(Policy(f))
+    fn allows_every_insensitive_tool(&self) -> bool {
+        self.allows_every_insensitive_tool
+    }
 }
 
 /// A policy from an async closure (a policy service, a database lookup). It receives an
@@ -62,16 +86,7 @@ where
 /// Allows everything: the explicit opt-out for servers whose every caller is trusted
 /// (it still counts as a chosen authorizer).
 pub fn allow_all() -> Arc<dyn Authorizer> {
-    struct AllowAll;
-    impl Authorizer for AllowAll {
-        fn decide<'a>(&'a self, _: &'a AuthRequest<'a>) -> Verdict<'a> {
-            Verdict::Now(Decision::Allow)
-        }
-        fn allows_every_insensitive_tool(&self) -> bool {
-            true
-        }
-    }
-    Arc::new(AllowAll)
+    policy_allowing_insensitive_tools(|_| Decision::Allow)
 }
 
 /// Denies everything with `reason`.
@@ -102,24 +117,18 @@ where
 /// knows exactly what they approve; a call whose arguments do not fit the tool is answered
 /// with the argument error instead, and nobody is asked.
 pub fn ask_before_sensitive() -> Arc<dyn Authorizer> {
-    struct AskBeforeSensitive;
-    impl Authorizer for AskBeforeSensitive {
-        fn decide<'a>(&'a self, req: &'a AuthRequest<'a>) -> Verdict<'a> {
-            if req.seam() != Seam::Tool || !req.is_sensitive() {
-                return Verdict::Now(Decision::Allow);
-            }
+    policy_allowing_insensitive_tools(|req| {
+        if req.seam() == Seam::Tool && req.is_sensitive() {
             let mut args = req.arguments().to_string();
             if args.chars().count() > 300 {
                 args = args.chars().take(300).collect::<String>() + "…";
             }
-            Verdict::Now(Decision::ask(format!(
+            Decision::ask(format!(
                 "Allow the `{}` tool to run with these arguments: {args}",
                 req.name()
-            )))
+            ))
+        } else {
+            Decision::Allow
         }
-        fn allows_every_insensitive_tool(&self) -> bool {
-            true
-        }
-    }
-    Arc::new(AskBeforeSensitive)
+    })
 }

@@ -197,17 +197,25 @@ impl Visitor<'_> {
         } else {
             " "
         };
-        // Plain text around one formatted value: each piece `write!` interpolates costs
-        // about as much as the value itself.
-        self.result = (|| {
-            self.writer.write_str(separator)?;
-            if field.name() != "message" {
-                self.writer.write_str(name_of(field))?;
-                self.writer.write_char('=')?;
-            }
-            write!(self.writer, "{value:?}")
-        })();
+        self.result = write_field(&mut self.writer, separator, field, value);
     }
+}
+
+/// `separator`, then `name=` (but for the message), then the value as `Debug` writes it:
+/// plain text around one formatted value, since each piece `write!` interpolates costs about
+/// as much as the value itself.
+fn write_field(
+    writer: &mut Writer<'_>,
+    separator: &str,
+    field: &Field,
+    value: &dyn fmt::Debug,
+) -> fmt::Result {
+    writer.write_str(separator)?;
+    if field.name() != "message" {
+        writer.write_str(name_of(field))?;
+        writer.write_char('=')?;
+    }
+    write!(writer, "{value:?}")
 }
 
 impl Visit for Visitor<'_> {
