@@ -363,3 +363,58 @@ async fn shutdown_ends_open_streams_and_stops_serving() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn a_call_running_at_shutdown_gets_its_answer_while_new_connections_are_refused() {
+    let gate = mcp_tests::Gate::new();
+    let server = Server::builder("shutdown", "1")
+        .tool(gate.tool("wait"))
+        .shutdown_grace(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let config = test_config().shutdown_grace(Duration::from_secs(5));
+    let app = http::router(server, config.clone()).unwrap();
+    let bound = http::HttpServer::bind(app, config, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let addr = bound.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(bound.run_until(async move {
+        let _ = stop_rx.await;
+    }));
+    let mut c = mcp_tests::http::McpHttp::new(format!("http://{addr}/mcp"));
+    c.initialize("2025-11-25", json!({})).await;
+    let call = tokio::spawn(async move {
+        c.request(7, "tools/call", json!({"name": "wait", "arguments": {}}))
+            .await
+    });
+    gate.wait_started(1).await;
+    stop_tx.send(()).unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Stopping: no new connection is accepted, and the running call is not cut off.
+    assert!(
+        plain_client()
+            .get(format!("http://{addr}/health"))
+            .send()
+            .await
+            .is_err()
+    );
+    assert!(!running.is_finished());
+    gate.release(1);
+    let answer = tokio::time::timeout(Duration::from_secs(3), call)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "released",
+        "{answer}"
+    );
+    // With its last call answered, the server returns well before the grace period ends.
+    let result = tokio::time::timeout(Duration::from_secs(2), running)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(gate.dropped(), 0);
+}
