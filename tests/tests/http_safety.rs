@@ -329,39 +329,72 @@ async fn the_default_address_is_loopback() {
     assert!(http::DEFAULT_ADDR.ip().is_loopback());
 }
 
+/// A bound server running until its `stop` sender fires (or its token is cancelled).
+struct Stoppable {
+    addr: std::net::SocketAddr,
+    token: tokio_util::sync::CancellationToken,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    running: tokio::task::JoinHandle<Result<(), HttpError>>,
+}
+
+impl Stoppable {
+    async fn serve(server: Server, grace: Duration) -> Stoppable {
+        let config = test_config().shutdown_grace(grace);
+        let app = http::router(server, config.clone()).unwrap();
+        let bound = http::HttpServer::bind(app, config, "127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let addr = bound.local_addr().unwrap();
+        let token = bound.shutdown_token();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = tokio::spawn(bound.run_until(async move {
+            let _ = stopped.await;
+        }));
+        Stoppable {
+            addr,
+            token,
+            stop: Some(stop),
+            running,
+        }
+    }
+
+    /// Starts the shutdown, as SIGTERM would.
+    fn stop(&mut self) {
+        self.stop.take().expect("stopped once").send(()).unwrap();
+    }
+
+    fn client(&self) -> mcp_tests::http::McpHttp {
+        mcp_tests::http::McpHttp::new(format!("http://{}/mcp", self.addr))
+    }
+
+    /// Whether a new connection is refused.
+    async fn refuses_connections(&self) -> bool {
+        plain_client()
+            .get(format!("http://{}/health", self.addr))
+            .send()
+            .await
+            .is_err()
+    }
+}
+
 #[tokio::test]
 async fn shutdown_ends_open_streams_and_stops_serving() {
-    let config = test_config().shutdown_grace(Duration::from_millis(500));
-    let app = http::router(fixture().server, config.clone()).unwrap();
-    let bound = http::HttpServer::bind(app, config, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let addr = bound.local_addr().unwrap();
-    let token = bound.shutdown_token();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(bound.run_until(async move {
-        let _ = stop_rx.await;
-    }));
-    let mut c = mcp_tests::http::McpHttp::new(format!("http://{addr}/mcp"));
+    let mut srv = Stoppable::serve(fixture().server, Duration::from_millis(500)).await;
+    let mut c = srv.client();
     c.initialize("2025-11-25", json!({})).await;
     let mut stream = SseReader::new(c.get().send().await.unwrap());
     assert!(stream.next().await.unwrap().is_priming());
-    stop_tx.send(()).unwrap();
+    assert!(!srv.refuses_connections().await);
+    srv.stop();
     // The open GET stream ends, and the server returns within the grace period.
     assert!(stream.rest().await.is_empty());
-    let result = tokio::time::timeout(Duration::from_secs(3), running)
+    let result = tokio::time::timeout(Duration::from_secs(3), &mut srv.running)
         .await
         .unwrap()
         .unwrap();
     assert!(result.is_ok(), "{result:?}");
-    assert!(token.is_cancelled());
-    assert!(
-        plain_client()
-            .get(format!("http://{addr}/health"))
-            .send()
-            .await
-            .is_err()
-    );
+    assert!(srv.token.is_cancelled());
+    assert!(srv.refuses_connections().await);
 }
 
 #[tokio::test]
@@ -372,34 +405,19 @@ async fn a_call_running_at_shutdown_gets_its_answer_while_new_connections_are_re
         .shutdown_grace(Duration::from_secs(5))
         .build()
         .unwrap();
-    let config = test_config().shutdown_grace(Duration::from_secs(5));
-    let app = http::router(server, config.clone()).unwrap();
-    let bound = http::HttpServer::bind(app, config, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let addr = bound.local_addr().unwrap();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(bound.run_until(async move {
-        let _ = stop_rx.await;
-    }));
-    let mut c = mcp_tests::http::McpHttp::new(format!("http://{addr}/mcp"));
+    let mut srv = Stoppable::serve(server, Duration::from_secs(5)).await;
+    let mut c = srv.client();
     c.initialize("2025-11-25", json!({})).await;
     let call = tokio::spawn(async move {
         c.request(7, "tools/call", json!({"name": "wait", "arguments": {}}))
             .await
     });
     gate.wait_started(1).await;
-    stop_tx.send(()).unwrap();
+    srv.stop();
     tokio::time::sleep(Duration::from_millis(100)).await;
     // Stopping: no new connection is accepted, and the running call is not cut off.
-    assert!(
-        plain_client()
-            .get(format!("http://{addr}/health"))
-            .send()
-            .await
-            .is_err()
-    );
-    assert!(!running.is_finished());
+    assert!(srv.refuses_connections().await);
+    assert!(!srv.running.is_finished());
     gate.release(1);
     let answer = tokio::time::timeout(Duration::from_secs(3), call)
         .await
@@ -411,7 +429,7 @@ async fn a_call_running_at_shutdown_gets_its_answer_while_new_connections_are_re
         "{answer}"
     );
     // With its last call answered, the server returns well before the grace period ends.
-    let result = tokio::time::timeout(Duration::from_secs(2), running)
+    let result = tokio::time::timeout(Duration::from_secs(2), &mut srv.running)
         .await
         .unwrap()
         .unwrap();
