@@ -199,6 +199,8 @@ mcp_tests::on_both_backends!(
     a_lost_core_task_is_listed_failed,
     the_task_store_keeps_its_contract,
     what_a_replica_missed_while_its_bus_was_away_reaches_it_after,
+    a_copy_read_a_moment_ago_is_served_without_the_store,
+    a_replica_that_stopped_hearing_the_bus_reads_the_store_every_time,
 );
 
 /// The next non-comment event within `PATIENCE`; panics if the body ends.
@@ -443,6 +445,71 @@ async fn what_a_replica_missed_while_its_bus_was_away_reaches_it_after(kind: Kin
         .expect("the GET stream of a session deleted while the bus was away ended");
 }
 
+/// How long a replica serves a session from its copy without reading the store
+/// (`HttpConfig::session_recheck`, at its default).
+const SESSION_RECHECK: Duration = Duration::from_secs(1);
+
+/// Removes `client`'s session from the shared store and nowhere else, as a flush or an
+/// eviction would: no replica is told.
+async fn lose_record(r: &Replicas, client: &McpHttp) {
+    let id = client.session.as_deref().expect("a session");
+    let removed = r.replicas[0].cluster.sessions().remove(id).await.unwrap();
+    assert!(removed, "the record was there");
+}
+
+async fn a_copy_read_a_moment_ago_is_served_without_the_store(kind: Kind) {
+    let Some(r) = Replicas::start(kind, "copy_served").await else {
+        return;
+    };
+    let mut a = r.client(0);
+    a.initialize("2025-11-25", json!({})).await;
+    // Replica 2 reads the record and keeps a copy.
+    r.on(&a, 2).request(2, "tools/list", json!({})).await;
+    let read = tokio::time::Instant::now();
+    lose_record(&r, &a).await;
+    // Within `session_recheck` of that read the copy is served as it is...
+    let cached = r
+        .on(&a, 2)
+        .exchange(json!(3), "tools/list", json!({}))
+        .await;
+    let within = read.elapsed();
+    if within < SESSION_RECHECK {
+        assert_eq!(cached.status, StatusCode::OK, "the copy was not served");
+    }
+    // ... and a replica that never read it finds it gone, as the store says.
+    let fresh = r
+        .on(&a, 1)
+        .exchange(json!(4), "tools/list", json!({}))
+        .await;
+    assert_eq!(fresh.status, StatusCode::NOT_FOUND);
+    // Past it, replica 2 reads the store again, and its copy goes.
+    tokio::time::sleep_until(read + SESSION_RECHECK).await;
+    let stale = r
+        .on(&a, 2)
+        .exchange(json!(5), "tools/list", json!({}))
+        .await;
+    assert_eq!(stale.status, StatusCode::NOT_FOUND);
+    println!("a copy served without the store {within:?} after it was read");
+}
+
+async fn a_replica_that_stopped_hearing_the_bus_reads_the_store_every_time(kind: Kind) {
+    let Some(r) = Replicas::start(kind, "deaf_reads").await else {
+        return;
+    };
+    let mut a = r.client(0);
+    a.initialize("2025-11-25", json!({})).await;
+    r.on(&a, 2).request(2, "tools/list", json!({})).await;
+    // Replica 2 no longer hears what the others publish: it cannot know its copy is
+    // current, so the store decides at once.
+    r.drop_out(2);
+    lose_record(&r, &a).await;
+    let ex = r
+        .on(&a, 2)
+        .exchange(json!(3), "tools/list", json!({}))
+        .await;
+    assert_eq!(ex.status, StatusCode::NOT_FOUND);
+}
+
 async fn delete_ends_the_session_everywhere(kind: Kind) {
     let Some(r) = Replicas::start(kind, "delete_ends_the_session_everywhere").await else {
         return;
@@ -457,8 +524,17 @@ async fn delete_ends_the_session_everywhere(kind: Kind) {
     }
     let get = r.on(&a, 2).get().send().await.unwrap();
     let mut stream = SseReader::new(get);
+    // Replicas 0 and 2 serve their copies without the store for a while: the delete is
+    // answered once both dropped theirs (they say so over the bus, well within
+    // `session_recheck`, after which no copy read before the delete is served anyway).
+    let started = tokio::time::Instant::now();
     let deleted = r.on(&a, 1).delete().send().await.unwrap();
+    let took = started.elapsed();
     assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    assert!(
+        took < SESSION_RECHECK / 2,
+        "the delete waited {took:?}: the other replicas did not say they applied it"
+    );
     for i in [0, 1, 2] {
         let ex = r
             .on(&a, i)

@@ -65,7 +65,7 @@ pub fn parse(args: &[String]) -> Options {
         streams: 1000,
         calls: 50_000,
         payload_mib: 32,
-        cluster_calls: 10_000,
+        cluster_calls: 50_000,
         only: vec![],
         bin_dir: PathBuf::from("target/release"),
         cluster_bin: PathBuf::from("target/release/ours-cluster"),
@@ -1040,21 +1040,28 @@ fn cluster_phase(o: &Options, round: usize, s: &mut Samples) {
     };
     // Every replica must seal requestState with the same key (a fixed one: benchmark only).
     let key = ("MCP_STATE_KEY", "b".repeat(64));
-    let modes: [(&str, Vec<String>); 2] = [
-        ("single", vec![]),
-        (
-            "cluster",
-            vec![
-                "--redis-url".into(),
-                format!("redis://127.0.0.1:{}", redis.port),
-                "--redis-prefix".into(),
-                format!("bench{round}"),
-            ],
-        ),
+    let replica = vec![
+        "--redis-url".into(),
+        format!("redis://127.0.0.1:{}", redis.port),
+        "--redis-prefix".into(),
+        format!("bench{round}"),
     ];
+    // "cluster" is a replica as deployed (a session copy served for `session_recheck`,
+    // 1 s, between reads of its record); "strict" reads the record on every request.
+    let strict = [
+        replica.clone(),
+        vec!["--session-recheck".into(), "0s".into()],
+    ]
+    .concat();
+    let modes: [(&str, Vec<String>); 3] =
+        [("single", vec![]), ("cluster", replica), ("strict", strict)];
     for era in [crate::http::Era::Handshake, crate::http::Era::Modern] {
         for k in 0..modes.len() {
             let (mode, args) = &modes[(k + round) % modes.len()];
+            // Without sessions there is nothing to read again.
+            if *mode == "strict" && era == crate::http::Era::Modern {
+                continue;
+            }
             let Some((mut child, addr)) = start_http(&srv, args, std::slice::from_ref(&key)) else {
                 eprintln!("  ours {mode}: did not start");
                 continue;
@@ -1078,7 +1085,7 @@ fn cluster_phase(o: &Options, round: usize, s: &mut Samples) {
                 let rc = redis.cpu_us() - rc0;
                 let r1 = redis.commands();
                 // This phase's INFO calls: commandstats and stats after `reads0`.
-                let reads = redis.reads() - reads0 - 2.0;
+                let reads = (redis.reads() - reads0 - 2.0).max(0.0);
                 let by: BTreeMap<String, f64> = r1
                     .iter()
                     .map(|(k, v)| (k.clone(), v - r0.get(k).copied().unwrap_or(0.0)))
@@ -1111,10 +1118,15 @@ fn cluster_phase(o: &Options, round: usize, s: &mut Samples) {
                 }
             );
             s.add(&curve, 0, &series, cpu / n);
-            if *mode == "cluster" {
+            if *mode != "single" {
                 let note = format!(
-                    "{}: Redis commands per request by command: {}; read events (≈ round trips) per request: {:.2}",
+                    "{}{}: Redis commands per request by command: {}; read events (≈ round trips) per request: {:.2}",
                     era.name(),
+                    if *mode == "strict" {
+                        ", session_recheck 0"
+                    } else {
+                        ""
+                    },
                     if per_cmd.is_empty() {
                         "none".to_owned()
                     } else {
@@ -1125,9 +1137,9 @@ fn cluster_phase(o: &Options, round: usize, s: &mut Samples) {
                 if !s.notes.contains(&note) {
                     s.notes.push(note);
                 }
-                s.add(&format!("{curve}-redis-reads"), 0, "cluster", reads / n);
-                s.add(&format!("{curve}-redis-cmds"), 0, "cluster", cmds / n);
-                s.add(&format!("{curve}-redis-cpu"), 0, "cluster", redis_cpu / n);
+                s.add(&format!("{curve}-redis-reads"), 0, mode, reads / n);
+                s.add(&format!("{curve}-redis-cmds"), 0, mode, cmds / n);
+                s.add(&format!("{curve}-redis-cpu"), 0, mode, redis_cpu / n);
             }
         }
     }
@@ -1374,24 +1386,31 @@ fn render(o: &Options, s: &Samples, elapsed: Duration) -> (String, serde_json::V
         for e in eras {
             let c = format!("cluster-{e}");
             let single = s.median(&c, 0, "single");
-            let cluster = s.median(&c, 0, "cluster");
-            let cmds = s.median(&format!("{c}-redis-cmds"), 0, "cluster");
-            let rcpu = s.median(&format!("{c}-redis-cpu"), 0, "cluster");
-            let reads = s.median(&format!("{c}-redis-reads"), 0, "cluster");
-            let f = |v: Option<f64>| v.map_or("—".into(), fmt_num);
-            let _ = writeln!(
-                out,
-                "| {e} | {} | {} | {} | {} | {} | {} |",
-                f(single),
-                f(cluster),
-                fmt_ratio(cluster, single),
-                f(cmds),
-                f(reads),
-                f(rcpu)
-            );
-            bars.push(serde_json::json!({
-                "era": e, "single": single, "cluster": cluster, "redis_commands": cmds
-            }));
+            for (series, label) in [("cluster", ""), ("strict", ", `session_recheck` 0")] {
+                let cluster = s.median(&c, 0, series);
+                if series == "strict" && cluster.is_none() {
+                    continue;
+                }
+                let cmds = s.median(&format!("{c}-redis-cmds"), 0, series);
+                let rcpu = s.median(&format!("{c}-redis-cpu"), 0, series);
+                let reads = s.median(&format!("{c}-redis-reads"), 0, series);
+                let f = |v: Option<f64>| v.map_or("—".into(), fmt_num);
+                let _ = writeln!(
+                    out,
+                    "| {e}{label} | {} | {} | {} | {} | {} | {} |",
+                    f(single),
+                    f(cluster),
+                    fmt_ratio(cluster, single),
+                    f(cmds),
+                    f(reads),
+                    f(rcpu)
+                );
+                if series == "cluster" {
+                    bars.push(serde_json::json!({
+                        "era": e, "single": single, "cluster": cluster, "redis_commands": cmds
+                    }));
+                }
+            }
         }
         out.push('\n');
         for note in &s.notes {

@@ -248,6 +248,17 @@ const KNOBS: &[Knob] = &[
         slots: &[Slot::HttpTime(|c| &mut c.session_idle_timeout)],
         help: "How long an HTTP session may sit idle before it expires (then 404)",
     },
+    #[cfg(feature = "http")]
+    Knob {
+        name: "session_recheck",
+        flag: "session-recheck",
+        env: "MCP_SESSION_RECHECK",
+        unit: Unit::Time,
+        zero: true,
+        most: None,
+        slots: &[Slot::HttpTime(|c| &mut c.session_recheck)],
+        help: "With --redis-url: how long a replica serves a session from its copy before reading the shared record again (0: every request)",
+    },
     Knob {
         name: "max_subscriptions",
         flag: "max-subscriptions",

@@ -49,14 +49,17 @@ pub mod memory;
 pub mod redis;
 
 use crate::protocol::methods::ListKind;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// A shared store or the bus failed (the backend is unreachable, or answered nonsense).
@@ -446,6 +449,14 @@ pub enum BusMessage {
         /// Whether the flow ended with the user's tokens stored.
         ok: bool,
     },
+    /// The replica that sent it has handled the message the replica `to` published with
+    /// [`Envelope::ack`] `token` (see [`Cluster::publish_and_wait`]).
+    Handled {
+        /// The replica that published the message.
+        to: String,
+        /// The message's token (not named `ack`: the envelope's own field is).
+        token: u64,
+    },
 }
 
 impl BusMessage {
@@ -455,7 +466,8 @@ impl BusMessage {
             BusMessage::Answer { to, .. }
             | BusMessage::TaskInput { to, .. }
             | BusMessage::TaskCancel { to, .. }
-            | BusMessage::ConnectFinished { to, .. } => Some(to),
+            | BusMessage::ConnectFinished { to, .. }
+            | BusMessage::Handled { to, .. } => Some(to),
             _ => None,
         }
     }
@@ -472,6 +484,7 @@ impl BusMessage {
             BusMessage::TaskChanged { .. } => "task_changed",
             BusMessage::TaskCancel { .. } => "task_cancel",
             BusMessage::ConnectFinished { .. } => "connect_finished",
+            BusMessage::Handled { .. } => "handled",
         }
     }
 
@@ -486,13 +499,14 @@ impl BusMessage {
             BusMessage::Answer { .. }
             | BusMessage::TaskInput { .. }
             | BusMessage::TaskCancel { .. }
-            | BusMessage::ConnectFinished { .. } => None,
+            | BusMessage::ConnectFinished { .. }
+            | BusMessage::Handled { .. } => None,
         }
     }
 }
 
 /// A bus message as it travels: the message, when it was sent, and the trace context of
-/// the span that sent it. Its JSON is the message's with two optional fields beside `type`,
+/// the span that sent it. Its JSON is the message's with three optional fields beside `type`,
 /// so a replica that does not know them still reads it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Envelope {
@@ -507,6 +521,11 @@ pub struct Envelope {
     /// export on): the receiving replica's span continues that trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    /// Set when the publisher waits until every replica has handled the message
+    /// ([`Cluster::publish_and_wait`]): each one that hears it answers with
+    /// [`BusMessage::Handled`] carrying this token, once its receivers have run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ack: Option<u64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -523,6 +542,7 @@ impl Envelope {
             traceparent: crate::telemetry::current_traceparent(),
             #[cfg(not(feature = "otel"))]
             traceparent: None,
+            ack: None,
         }
     }
 }
@@ -536,6 +556,10 @@ pub enum Heard {
     /// whatever was published meanwhile was lost, so receivers read the shared state again
     /// instead of waiting for messages that will not come.
     Resubscribed,
+    /// The subscription broke (or was stopped): from now until [`Heard::Resubscribed`],
+    /// messages may be missed, so nothing may be served on the strength of having heard
+    /// of no change.
+    Lost,
 }
 
 /// Receives what the bus hears for one replica.
@@ -544,14 +568,18 @@ pub type Deliver = Arc<dyn Fn(Heard) + Send + Sync>;
 /// How replicas talk to each other, and how they tell who is alive.
 pub trait Bus: Send + Sync + 'static {
     /// Sends a message: to every replica, or to its [`recipient`](BusMessage::recipient).
-    /// Returns how many replicas received it (0 for a recipient that is not listening).
+    /// Returns how many replicas received it, the sender's own subscription included (0
+    /// for a recipient that is not listening): [`Cluster::publish_and_wait`] waits for as
+    /// many acknowledgements.
     fn publish<'a>(&'a self, message: &'a Envelope) -> BoxFuture<'a, StoreResult<usize>>;
     /// Subscribes `replica` to its messages (broadcasts and its own) and resolves once the
     /// subscription is in place, so that nothing published afterwards is missed; from then
     /// on delivers them to `deliver`, in the order they were published, until `stop` is
-    /// cancelled. A broken subscription is mended in the background and followed by
-    /// [`Heard::Resubscribed`]. Fails when the first subscription cannot be made (within a
-    /// bounded time). Must be called inside a Tokio runtime.
+    /// cancelled. A broken subscription is announced with [`Heard::Lost`] as soon as it is
+    /// noticed (replicas stop trusting their copies of sessions until it is back), mended
+    /// in the background and followed by [`Heard::Resubscribed`]. Fails when the first
+    /// subscription cannot be made (within a bounded time). Must be called inside a Tokio
+    /// runtime.
     fn listen<'a>(
         &'a self,
         replica: &'a str,
@@ -579,6 +607,8 @@ pub(crate) enum BusEvent<'a> {
     /// The bus is back after a break: messages may have been lost, and the receiver reads
     /// again the shared state it keeps a copy of or acts on.
     Resubscribed,
+    /// The bus broke: messages may be missed until it is back.
+    Lost,
 }
 
 type Handler = std::sync::Weak<dyn Fn(BusEvent<'_>) + Send + Sync>;
@@ -617,6 +647,12 @@ struct ClusterInner {
     /// Set once the bus listens for this replica and its heartbeat runs.
     started: tokio::sync::OnceCell<()>,
     stop: CancellationToken,
+    /// Whether the bus listens now: set when it subscribes, cleared when it breaks or
+    /// stops.
+    listening: AtomicBool,
+    /// The messages this replica published and waits to hear handled, by token.
+    waiting: Mutex<HashMap<u64, mpsc::UnboundedSender<()>>>,
+    next_ack: AtomicU64,
 }
 
 impl fmt::Debug for Cluster {
@@ -624,6 +660,15 @@ impl fmt::Debug for Cluster {
         f.debug_struct("Cluster")
             .field("replica", &self.inner.replica)
             .finish_non_exhaustive()
+    }
+}
+
+impl ClusterInner {
+    /// A replica (this one, or another over the bus) handled the message `ack`.
+    fn handled(&self, ack: u64) {
+        if let Some(tx) = self.waiting.lock().get(&ack) {
+            let _ = tx.send(());
+        }
     }
 }
 
@@ -653,6 +698,9 @@ impl Cluster {
                 handlers: RwLock::new(Vec::new()),
                 started: tokio::sync::OnceCell::new(),
                 stop: CancellationToken::new(),
+                listening: AtomicBool::new(false),
+                waiting: Mutex::new(HashMap::new()),
+                next_ack: AtomicU64::new(1),
             }),
         }
     }
@@ -704,6 +752,9 @@ impl Cluster {
             // afresh.
             started: tokio::sync::OnceCell::new(),
             stop: CancellationToken::new(),
+            listening: AtomicBool::new(false),
+            waiting: Mutex::new(HashMap::new()),
+            next_ack: AtomicU64::new(1),
         }
     }
 
@@ -793,13 +844,31 @@ impl Cluster {
                 Heard::Message(envelope) => envelope,
                 Heard::Resubscribed => {
                     tracing::info!(target: "mcp::cluster", replica = %inner.replica, "the bus listens again; reading the shared state anew for what was missed");
+                    inner
+                        .listening
+                        .store(!inner.stop.is_cancelled(), Ordering::Release);
                     for handler in Self::receivers(&inner) {
                         handler(BusEvent::Resubscribed);
                     }
                     return;
                 }
+                Heard::Lost => {
+                    inner.listening.store(false, Ordering::Release);
+                    for handler in Self::receivers(&inner) {
+                        handler(BusEvent::Lost);
+                    }
+                    return;
+                }
             };
+            if let BusMessage::Handled { token, .. } = &envelope.message {
+                inner.handled(*token);
+                return;
+            }
             if envelope.message.origin() == Some(inner.replica.as_str()) {
+                // Its own message: handled here the moment it is heard.
+                if let Some(ack) = envelope.ack {
+                    inner.handled(ack);
+                }
                 return;
             }
             // Handlers run inside a span that continues the sender's trace.
@@ -817,11 +886,24 @@ impl Cluster {
             for handler in Self::receivers(&inner) {
                 handler(BusEvent::Message(&message));
             }
+            // The publisher waits for this: every receiver here has run.
+            if let (Some(ack), Some(origin)) = (envelope.ack, message.origin()) {
+                Cluster {
+                    inner: Arc::clone(&inner),
+                }
+                .publish_detached(BusMessage::Handled {
+                    to: origin.to_owned(),
+                    token: ack,
+                });
+            }
         });
         self.inner
             .bus
             .listen(&self.inner.replica, deliver, self.inner.stop.clone())
             .await?;
+        self.inner
+            .listening
+            .store(!self.inner.stop.is_cancelled(), Ordering::Release);
         let bus = Arc::clone(&self.inner.bus);
         let replica = self.inner.replica.clone();
         let stop = self.inner.stop.clone();
@@ -847,6 +929,13 @@ impl Cluster {
     /// its heartbeat lapses ([`Cluster::leave`] tells them at once).
     pub fn stop(&self) {
         self.inner.stop.cancel();
+        self.inner.listening.store(false, Ordering::Release);
+    }
+
+    /// Whether this replica's bus listens now: started, and not broken or stopped since.
+    /// While it does, a change another replica publishes reaches this one's receivers.
+    pub fn listening(&self) -> bool {
+        self.inner.listening.load(Ordering::Acquire)
     }
 
     /// Stops, and tells the others this replica left (a graceful shutdown).
@@ -861,6 +950,44 @@ impl Cluster {
     /// Returns how many replicas received it.
     pub async fn publish(&self, message: BusMessage) -> StoreResult<usize> {
         self.inner.bus.publish(&Envelope::new(message)).await
+    }
+
+    /// Publishes a broadcast message (one with an [`origin`](BusMessage::origin)) and
+    /// waits, at most `bound`, until every replica that received it has handled it: each
+    /// one's receivers have run (a session removed there is gone, a change is applied).
+    /// Returns how many replicas received it, this one included. A replica that does not
+    /// answer within `bound` (its link half-open, say) is waited for no longer.
+    pub async fn publish_and_wait(
+        &self,
+        message: BusMessage,
+        bound: Duration,
+    ) -> StoreResult<usize> {
+        let inner = &self.inner;
+        let ack = inner.next_ack.fetch_add(1, Ordering::Relaxed);
+        let (tx, mut handled) = mpsc::unbounded_channel();
+        inner.waiting.lock().insert(ack, tx);
+        // However this ends (answered, timed out, or the caller dropped), the token goes.
+        struct Forget<'a>(&'a ClusterInner, u64);
+        impl Drop for Forget<'_> {
+            fn drop(&mut self) {
+                self.0.waiting.lock().remove(&self.1);
+            }
+        }
+        let _forget = Forget(inner, ack);
+        let mut envelope = Envelope::new(message);
+        envelope.ack = Some(ack);
+        let received = inner.bus.publish(&envelope).await?;
+        let all_handled = async {
+            for _ in 0..received {
+                if handled.recv().await.is_none() {
+                    break;
+                }
+            }
+        };
+        if tokio::time::timeout(bound, all_handled).await.is_err() {
+            tracing::warn!(target: "mcp::cluster", kind = envelope.message.kind(), received, waited = ?bound, "not every replica said it handled a message in time");
+        }
+        Ok(received)
     }
 
     /// Publishes a message from a synchronous context (a spawned task; nothing when no
@@ -960,6 +1087,7 @@ mod tests {
             message: m.clone(),
             sent_at_ms: 0,
             traceparent: None,
+            ack: None,
         })
         .unwrap();
         assert_eq!(
@@ -967,5 +1095,82 @@ mod tests {
             serde_json::json!({"type": "connect_finished", "to": "replica-a", "reference": "r", "ok": true})
         );
         assert_eq!(serde_json::from_value::<Envelope>(text).unwrap().message, m);
+    }
+
+    #[test]
+    fn a_message_to_acknowledge_and_its_acknowledgement_travel_intact() {
+        let mut removed = Envelope::new(BusMessage::SessionRemoved {
+            origin: "replica-a".into(),
+            session: "s".into(),
+        });
+        removed.ack = Some(7);
+        let handled = Envelope::new(BusMessage::Handled {
+            to: "replica-a".into(),
+            token: 7,
+        });
+        assert_eq!(handled.message.recipient(), Some("replica-a"));
+        for e in [removed, handled] {
+            let text = serde_json::to_string(&e).unwrap();
+            assert_eq!(
+                serde_json::from_str::<Envelope>(&text).unwrap(),
+                e,
+                "{text}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn publish_and_wait_returns_once_every_listening_replica_handled_the_message() {
+        use std::sync::atomic::AtomicUsize;
+        let backend = memory::MemoryBackend::new();
+        let replicas: Vec<Cluster> = (0..3).map(|_| backend.replica()).collect();
+        let heard = Arc::new(AtomicUsize::new(0));
+        let mut handlers = Vec::new();
+        for r in &replicas {
+            let heard = Arc::clone(&heard);
+            let handler: BusHandler = Arc::new(move |event| {
+                if let BusEvent::Message(BusMessage::SessionRemoved { .. }) = event {
+                    heard.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+            r.on_message(&handler);
+            handlers.push(handler);
+            r.start().await.unwrap();
+            assert!(r.listening());
+        }
+        let removed = || BusMessage::SessionRemoved {
+            origin: replicas[0].replica_id().to_owned(),
+            session: "s".into(),
+        };
+        let bound = Duration::from_secs(5);
+        let started = tokio::time::Instant::now();
+        let received = replicas[0]
+            .publish_and_wait(removed(), bound)
+            .await
+            .unwrap();
+        assert_eq!(received, 3);
+        // Both others ran their receivers before it returned (the publisher's own are
+        // not run for its own message), and nobody waited for the bound.
+        assert_eq!(heard.load(Ordering::SeqCst), 2);
+        assert!(started.elapsed() < bound / 2, "{:?}", started.elapsed());
+        assert!(
+            replicas[0].inner.waiting.lock().is_empty(),
+            "a token was kept"
+        );
+
+        // A replica whose subscription is gone is not waited for; one that stopped says
+        // it no longer listens.
+        backend.cut_bus(replicas[2].replica_id());
+        replicas[1].stop();
+        assert!(!replicas[1].listening());
+        // Its listener ends on its next poll.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let started = tokio::time::Instant::now();
+        let received = replicas[0]
+            .publish_and_wait(removed(), bound)
+            .await
+            .unwrap();
+        assert!(received <= 2, "{received}");
+        assert!(started.elapsed() < bound / 2, "{:?}", started.elapsed());
     }
 }

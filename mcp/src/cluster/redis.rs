@@ -1066,9 +1066,9 @@ async fn subscribe(
     Ok(pubsub)
 }
 
-/// Delivers what `pubsub` hears until `stop`; a broken subscription is made again (every
-/// 250 ms while Redis is away) and announced with [`Heard::Resubscribed`], since what was
-/// published meanwhile is lost.
+/// Delivers what `pubsub` hears until `stop`; a broken subscription is announced with
+/// [`Heard::Lost`], made again (every 250 ms while Redis is away) and announced with
+/// [`Heard::Resubscribed`], since what was published meanwhile is lost.
 async fn hear(
     client: redis::Client,
     channels: [String; 2],
@@ -1084,6 +1084,7 @@ async fn hear(
             },
             _ = stop.cancelled() => return,
         }
+        deliver(Heard::Lost);
         pubsub = loop {
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_millis(250)) => {}

@@ -340,6 +340,8 @@ impl Server {
         let message = match event {
             BusEvent::Message(message) => message,
             BusEvent::Resubscribed => return self.bus_resubscribed(),
+            // What is missed now is read again once the bus is back.
+            BusEvent::Lost => return,
         };
         match message {
             BusMessage::ListChanged { list, .. } => self.list_changed_here(*list),

@@ -38,6 +38,7 @@ pub struct HttpConfig {
     pub(crate) max_body_bytes: Option<usize>,
     pub(crate) max_header_bytes: usize,
     pub(crate) session_idle_timeout: Duration,
+    pub(crate) session_recheck: Duration,
     pub(crate) max_sessions: usize,
     pub(crate) keep_alive: Duration,
     pub(crate) retry: Duration,
@@ -66,6 +67,7 @@ impl fmt::Debug for HttpConfig {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_header_bytes", &self.max_header_bytes)
             .field("session_idle_timeout", &self.session_idle_timeout)
+            .field("session_recheck", &self.session_recheck)
             .field("max_sessions", &self.max_sessions)
             .field("keep_alive", &self.keep_alive)
             .field("retry", &self.retry)
@@ -102,6 +104,7 @@ impl Default for HttpConfig {
             max_body_bytes: None,
             max_header_bytes: 16 * 1024,
             session_idle_timeout: Duration::from_secs(30 * 60),
+            session_recheck: Duration::from_secs(1),
             max_sessions: 1000,
             keep_alive: Duration::from_secs(15),
             retry: Duration::from_secs(3),
@@ -189,6 +192,20 @@ impl HttpConfig {
     /// (default 30 minutes). Requests naming an expired session get 404.
     pub fn session_idle_timeout(mut self, d: Duration) -> Self {
         self.session_idle_timeout = d;
+        self
+    }
+
+    /// In a cluster, how long a replica serves a session from the copy it read from the
+    /// shared store without reading the record again (default 1 s; at most half the
+    /// session idle timeout; zero: every request reads it, one Redis round trip each).
+    ///
+    /// Nothing a client does is missed meanwhile: a replica that changes or deletes a
+    /// session tells the others over the bus and answers only once each applied it (or
+    /// this long has passed, after which no copy read before the change is served). What
+    /// the store loses without a message (a flush, an eviction) is noticed within this
+    /// long; while this replica's bus is broken every request reads the store.
+    pub fn session_recheck(mut self, d: Duration) -> Self {
+        self.session_recheck = d;
         self
     }
 

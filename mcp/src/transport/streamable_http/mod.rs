@@ -62,6 +62,7 @@ pub(crate) fn session_table(
             c.clone(),
             config.session_idle_timeout,
             config.event_store_events,
+            config.session_recheck,
         )),
     };
     SessionTable::new(config, backend)

@@ -150,6 +150,10 @@ pub(crate) struct Session {
     owner: Option<(String, Option<String>)>,
     version: RwLock<Option<ProtocolVersion>>,
     last_seen: Mutex<Instant>,
+    /// In a cluster: when this replica last read the session's shared record, and the
+    /// generation of what its bus had heard then (see `backend::cluster`). `None` until
+    /// it is read, or for a session that lives here only.
+    pub(crate) read: Mutex<Option<(Instant, u64)>>,
     busy: AtomicUsize,
     pub(crate) closed: CancellationToken,
     streams: Mutex<Streams>,
@@ -603,6 +607,7 @@ impl SessionTable {
             owner,
             version: RwLock::new(None),
             last_seen: Mutex::new(Instant::now()),
+            read: Mutex::new(None),
             busy: AtomicUsize::new(0),
             closed: CancellationToken::new(),
             streams: Mutex::new(Streams {

@@ -2,11 +2,19 @@
 //! cluster's [`SessionBackend`]): what a replica does beyond its own session table when
 //! the server was built with one.
 //!
-//! - Every request reads the session's record from the [`SessionStore`] (one round trip,
+//! - A request reads the session's record from the [`SessionStore`] (one round trip,
 //!   which also extends its life) and brings the local copy up to date, creating it
 //!   (rehydrating) when this replica has none. Changes a request makes (log level,
 //!   subscriptions, `initialized`) are written back before its response is sent, and the
-//!   ones that matter to a GET stream are told to the other replicas.
+//!   ones that matter to this replica's copies are told to the other replicas.
+//! - A copy read from the store less than `session_recheck` ago is served without reading
+//!   the record again, while this replica's bus listens and has heard no session change
+//!   since: every change and removal is published, and the replica that made it answers
+//!   its client only once every replica has applied it (or `session_recheck` has passed,
+//!   after which no copy read before the change is served again). A client that changed
+//!   or deleted its session on one replica never finds the old one on another; what the
+//!   store loses without a message (a flush, an eviction) is noticed within
+//!   `session_recheck`, and a bus that breaks stops the shortcut at once.
 //! - Every event of a POST stream and of the GET stream is appended to the
 //!   [`EventStore`]; its SSE id is `<stream>-<position>`, so `Last-Event-ID` can be resumed
 //!   on any replica, which replays from the store and follows the stream until it ends.
@@ -20,6 +28,7 @@
 //! [`EventStore`]: crate::cluster::EventStore
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -28,6 +37,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use crate::auth::Principal;
 use crate::cluster::{
@@ -60,18 +70,77 @@ pub(crate) struct Shared {
     pub(crate) ttl: Duration,
     /// Events kept per session (the transport's `event_store_size`).
     pub(crate) max_events: usize,
+    /// How long a copy read from the store is served without reading it again (the
+    /// transport's `session_recheck`, at most half the ttl; zero: every request reads).
+    pub(crate) recheck: Duration,
+    /// Counts what the bus told this replica about sessions, and its breaks: a copy read
+    /// at another generation may have missed a change.
+    generation: AtomicU64,
+}
+
+impl Shared {
+    /// What the bus has heard so far.
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Something was heard (or may have been missed): copies read before are read again.
+    fn advance(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Records that `session` was read from the store at `at`, when the bus's generation
+    /// was `generation`: unless something was heard since, the copy is current.
+    fn read_at(&self, session: &Session, at: Instant, generation: u64) {
+        if self.generation() == generation {
+            *session.read.lock() = Some((at, generation));
+        }
+    }
+
+    /// Whether `session` may be served as this replica holds it, without the store.
+    fn current(&self, session: &Session) -> bool {
+        if self.recheck.is_zero() || !self.cluster.listening() {
+            return false;
+        }
+        match *session.read.lock() {
+            Some((at, generation)) => {
+                generation == self.generation() && at.elapsed() < self.recheck
+            }
+            None => false,
+        }
+    }
+
+    /// Publishes a change to a session (or its removal) and, when copies are served
+    /// without the store, waits until every replica applied it (at most `recheck`, after
+    /// which none serves a copy read before it).
+    async fn announce(&self, message: BusMessage) -> Result<usize, StoreError> {
+        if self.recheck.is_zero() {
+            self.cluster.publish(message).await
+        } else {
+            self.cluster.publish_and_wait(message, self.recheck).await
+        }
+    }
 }
 
 /// Sessions shared by the replicas of a cluster.
 pub(crate) struct ClusterSessions(Arc<Shared>);
 
 impl ClusterSessions {
-    /// The backend of a table whose sessions live `ttl` unused and keep `max_events`.
-    pub(crate) fn new(cluster: Cluster, ttl: Duration, max_events: usize) -> Self {
+    /// The backend of a table whose sessions live `ttl` unused and keep `max_events`,
+    /// serving a copy read less than `recheck` ago without the store.
+    pub(crate) fn new(
+        cluster: Cluster,
+        ttl: Duration,
+        max_events: usize,
+        recheck: Duration,
+    ) -> Self {
         ClusterSessions(Arc::new(Shared {
             cluster,
             ttl,
             max_events,
+            // A session in use is read at least twice per ttl, which keeps its record alive.
+            recheck: recheck.min(ttl / 2),
+            generation: AtomicU64::new(0),
         }))
     }
 }
@@ -82,10 +151,20 @@ impl SessionBackend for ClusterSessions {
         let handler: crate::cluster::BusHandler = Arc::new(move |event| {
             let Some(table) = table.upgrade() else { return };
             match event {
-                BusEvent::Message(m) => on_bus(&table, m),
+                BusEvent::Message(m) => {
+                    if matches!(
+                        m,
+                        BusMessage::SessionChanged { .. } | BusMessage::SessionRemoved { .. }
+                    ) {
+                        shared.advance();
+                    }
+                    on_bus(&table, m);
+                }
                 BusEvent::Resubscribed => {
+                    shared.advance();
                     tokio::spawn(reconcile(table, Arc::clone(&shared)));
                 }
+                BusEvent::Lost => shared.advance(),
             }
         });
         self.0.cluster.on_message(&handler);
@@ -292,6 +371,17 @@ async fn lookup(
     id: &str,
     principal: Option<&Principal>,
 ) -> Result<Arc<Session>, Response> {
+    if let Some(session) = table.get(id)
+        && shared.current(&session)
+    {
+        if !session.owned_by(principal) {
+            return Err(session_not_found());
+        }
+        session.touch();
+        return Ok(session);
+    }
+    // Read before the store is: a change heard meanwhile leaves the copy to be read again.
+    let (read_at, generation) = (Instant::now(), shared.generation());
     let record = shared
         .cluster
         .sessions()
@@ -324,12 +414,14 @@ async fn lookup(
             Err(Full(max)) => return Err(sessions_full(max)),
         },
     };
+    shared.read_at(&session, read_at, generation);
     session.touch();
     Ok(session)
 }
 
 /// Records a session whose `initialize` just succeeded on this replica.
 pub(crate) async fn save_new(shared: &Shared, session: &Session) -> Result<(), StoreError> {
+    let (written_at, generation) = (Instant::now(), shared.generation());
     let state = session.conn.state();
     let mut record = SessionRecord {
         conn_id: session.conn.id().as_str().to_owned(),
@@ -353,7 +445,9 @@ pub(crate) async fn save_new(shared: &Shared, session: &Session) -> Result<(), S
         .cluster
         .sessions()
         .create(&session.id, &record, shared.ttl)
-        .await
+        .await?;
+    shared.read_at(session, written_at, generation);
+    Ok(())
 }
 
 /// Brings a connection's state up to date with a shared record.
@@ -461,7 +555,7 @@ pub(crate) async fn save_changes(session: &Session, shared: &Shared, before: Sna
                 session: session.id.to_string(),
                 change,
             };
-            if let Err(e) = shared.cluster.publish(message).await {
+            if let Err(e) = shared.announce(message).await {
                 tracing::warn!(target: "mcp::cluster", error = %e, "could not tell the other replicas about a session change");
             }
         }
@@ -1075,8 +1169,8 @@ async fn remove(table: &SessionTable, shared: &Shared, id: &str) -> Result<(), S
         origin: shared.cluster.replica_id().to_owned(),
         session: id.to_owned(),
     };
-    if let Err(e) = shared.cluster.publish(message).await {
-        tracing::warn!(target: "mcp::cluster", error = %e, "could not tell the other replicas a session ended; their copies end on next use");
+    if let Err(e) = shared.announce(message).await {
+        tracing::warn!(target: "mcp::cluster", error = %e, "could not tell the other replicas a session ended; their copies end within session_recheck");
     }
     table.remove(id);
     Ok(())
