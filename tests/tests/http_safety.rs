@@ -1,5 +1,6 @@
 //! The HTTP transports' safety rules over real sockets: Host and Origin checks against DNS
-//! rebinding, size limits, the boot guard, TCP_NODELAY and graceful shutdown.
+//! rebinding, size limits, the boot guard, TCP_NODELAY, slow request heads and graceful
+//! shutdown.
 
 use std::time::Duration;
 
@@ -339,7 +340,10 @@ struct Stoppable {
 
 impl Stoppable {
     async fn serve(server: Server, grace: Duration) -> Stoppable {
-        let config = test_config().shutdown_grace(grace);
+        Stoppable::serve_with(server, test_config().shutdown_grace(grace)).await
+    }
+
+    async fn serve_with(server: Server, config: HttpConfig) -> Stoppable {
         let app = http::router(server, config.clone()).unwrap();
         let bound = http::HttpServer::bind(app, config, "127.0.0.1:0".parse().unwrap())
             .await
@@ -435,4 +439,85 @@ async fn a_call_running_at_shutdown_gets_its_answer_while_new_connections_are_re
         .unwrap();
     assert!(result.is_ok(), "{result:?}");
     assert_eq!(gate.dropped(), 0);
+}
+
+/// Reads `stream` until the server closes it; returns what it sent and when it closed.
+async fn until_closed(stream: &mut tokio::net::TcpStream) -> (Vec<u8>, Duration) {
+    use tokio::io::AsyncReadExt as _;
+    let started = std::time::Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf)).await {
+            Ok(Ok(0) | Err(_)) => return (got, started.elapsed()),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+            Err(_) => panic!("the server kept the connection open for 10 s"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_request_head_sent_too_slowly_is_cut_off_while_streams_and_long_calls_go_on() {
+    use tokio::io::AsyncWriteExt as _;
+    let gate = mcp_tests::Gate::new();
+    let server = Server::builder("slow-heads", "1")
+        .tool(gate.tool("wait"))
+        .build()
+        .unwrap();
+    let limit = Duration::from_millis(400);
+    let config = test_config()
+        .header_read_timeout(limit)
+        .keep_alive(Duration::from_millis(100));
+    let srv = Stoppable::serve_with(server, config).await;
+
+    // Half a request head, then nothing: the connection is closed once the limit passes.
+    let mut slow = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
+    slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    let (_, closed_after) = until_closed(&mut slow).await;
+    assert!(
+        closed_after >= limit - Duration::from_millis(50),
+        "{closed_after:?}"
+    );
+
+    // A kept-alive connection left idle is closed the same way, after its answer.
+    let mut idle = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
+    idle.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let (answered, _) = until_closed(&mut idle).await;
+    assert!(
+        answered.starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&answered)
+    );
+
+    // A GET stream and a call that outlast the limit are not cut off: the limit is on
+    // the request's head only.
+    let mut c = srv.client();
+    c.initialize("2025-11-25", json!({})).await;
+    let mut stream = SseReader::new(c.get().send().await.unwrap());
+    assert!(stream.next().await.unwrap().is_priming());
+    let mut caller = c.clone();
+    let call = tokio::spawn(async move {
+        caller
+            .request(7, "tools/call", json!({"name": "wait", "arguments": {}}))
+            .await
+    });
+    gate.wait_started(1).await;
+    let open_since = std::time::Instant::now();
+    while open_since.elapsed() < limit * 3 {
+        let event = stream.next_within(Duration::from_secs(2)).await;
+        assert!(event.is_some_and(|e| e.comment), "the GET stream ended");
+    }
+    gate.release(1);
+    let answer = tokio::time::timeout(Duration::from_secs(3), call)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "released",
+        "{answer}"
+    );
 }

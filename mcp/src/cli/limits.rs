@@ -239,6 +239,17 @@ const KNOBS: &[Knob] = &[
     },
     #[cfg(feature = "http")]
     Knob {
+        name: "header_read_timeout",
+        flag: "header-read-timeout",
+        env: "MCP_HEADER_READ_TIMEOUT",
+        unit: Unit::Time,
+        zero: false,
+        most: None,
+        slots: &[Slot::HttpTime(|c| &mut c.header_read_timeout)],
+        help: "How long an HTTP connection may take to send a request's head, or sit idle between requests, before it is closed",
+    },
+    #[cfg(feature = "http")]
+    Knob {
         name: "session_idle_timeout",
         flag: "session-idle-timeout",
         env: "MCP_SESSION_IDLE_TIMEOUT",

@@ -952,16 +952,20 @@ impl Cluster {
         self.inner.bus.publish(&Envelope::new(message)).await
     }
 
-    /// Publishes a broadcast message (one with an [`origin`](BusMessage::origin)) and
-    /// waits, at most `bound`, until every replica that received it has handled it: each
-    /// one's receivers have run (a session removed there is gone, a change is applied).
-    /// Returns how many replicas received it, this one included. A replica that does not
+    /// Publishes a broadcast message (one with an [`origin`](BusMessage::origin); any other
+    /// is published without waiting) and waits, at most `bound`, until every replica that
+    /// received it has handled it: each one's receivers have run (a session removed there
+    /// is gone, a change is applied). Returns how many replicas received it, this one included. A replica that does not
     /// answer within `bound` (its link half-open, say) is waited for no longer.
     pub async fn publish_and_wait(
         &self,
         message: BusMessage,
         bound: Duration,
     ) -> StoreResult<usize> {
+        // Only a broadcast says whom to acknowledge to; anything else is sent as it is.
+        if message.origin().is_none() {
+            return self.publish(message).await;
+        }
         let inner = &self.inner;
         let ack = inner.next_ack.fetch_add(1, Ordering::Relaxed);
         let (tx, mut handled) = mpsc::unbounded_channel();

@@ -37,6 +37,7 @@ pub struct HttpConfig {
     pub(crate) allowed_origins: Vec<String>,
     pub(crate) max_body_bytes: Option<usize>,
     pub(crate) max_header_bytes: usize,
+    pub(crate) header_read_timeout: Duration,
     pub(crate) session_idle_timeout: Duration,
     pub(crate) session_recheck: Duration,
     pub(crate) max_sessions: usize,
@@ -66,6 +67,7 @@ impl fmt::Debug for HttpConfig {
             .field("allowed_origins", &self.allowed_origins)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_header_bytes", &self.max_header_bytes)
+            .field("header_read_timeout", &self.header_read_timeout)
             .field("session_idle_timeout", &self.session_idle_timeout)
             .field("session_recheck", &self.session_recheck)
             .field("max_sessions", &self.max_sessions)
@@ -103,6 +105,7 @@ impl Default for HttpConfig {
                 .collect(),
             max_body_bytes: None,
             max_header_bytes: 16 * 1024,
+            header_read_timeout: Duration::from_secs(75),
             session_idle_timeout: Duration::from_secs(30 * 60),
             session_recheck: Duration::from_secs(1),
             max_sessions: 1000,
@@ -185,6 +188,18 @@ impl HttpConfig {
     /// 16 KiB). A larger one gets 431.
     pub fn max_header_bytes(mut self, n: usize) -> Self {
         self.max_header_bytes = n;
+        self
+    }
+
+    /// How long a connection may take to send a request's head (default 75 s). A client
+    /// that sends its headers slowly, or not at all, is disconnected after it instead of
+    /// holding the connection (and its buffers) for as long as it likes; so is a kept-alive
+    /// connection left idle that long between requests (clients reconnect). A request's
+    /// body and its response, an SSE stream included, are not bounded by it. In front of a
+    /// proxy that keeps connections to the server alive, keep the proxy's idle timeout
+    /// below it: nginx's upstream `keepalive_timeout` and AWS load balancers' are 60 s.
+    pub fn header_read_timeout(mut self, d: Duration) -> Self {
+        self.header_read_timeout = d;
         self
     }
 
@@ -354,8 +369,13 @@ impl HttpConfig {
         if self.max_body_bytes == Some(0) {
             return Err("max_body_bytes must be at least 1".into());
         }
-        if self.session_idle_timeout.is_zero() || self.keep_alive.is_zero() {
-            return Err("session_idle_timeout and keep_alive must be positive".into());
+        if self.session_idle_timeout.is_zero()
+            || self.keep_alive.is_zero()
+            || self.header_read_timeout.is_zero()
+        {
+            return Err(
+                "session_idle_timeout, keep_alive and header_read_timeout must be positive".into(),
+            );
         }
         if self.allowed_hosts.is_empty() {
             return Err("allowed_hosts is empty: no request could be served".into());

@@ -254,6 +254,7 @@ pub struct HttpServer {
     app: Router,
     shutdown: CancellationToken,
     grace: std::time::Duration,
+    header_read_timeout: std::time::Duration,
 }
 
 impl HttpServer {
@@ -288,6 +289,7 @@ impl HttpServer {
             app,
             shutdown: config.shutdown,
             grace: config.shutdown_grace,
+            header_read_timeout: config.header_read_timeout,
         })
     }
 
@@ -326,7 +328,12 @@ impl HttpServer {
         // HTTP/2 nor upgrades).
         let mut listener = self.listener;
         let service = hyper_util::service::TowerToHyperService::new(self.app);
-        let http1 = hyper::server::conn::http1::Builder::new();
+        let mut http1 = hyper::server::conn::http1::Builder::new();
+        // Without a timer hyper waits for a request head forever: a client trickling its
+        // headers (or sending none) would hold its connection as long as it liked.
+        http1
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(self.header_read_timeout);
         let connections = hyper_util::server::graceful::GracefulShutdown::new();
         loop {
             tokio::select! {
