@@ -441,9 +441,12 @@ async fn a_call_running_at_shutdown_gets_its_answer_while_new_connections_are_re
     assert_eq!(gate.dropped(), 0);
 }
 
-/// Reads `stream` until the server closes it; returns what it sent and when it closed.
-async fn until_closed(stream: &mut tokio::net::TcpStream) -> (Vec<u8>, Duration) {
-    use tokio::io::AsyncReadExt as _;
+/// Sends `bytes` on a new connection to `addr` and reads until the server closes it;
+/// returns what the server sent and how long after the bytes it closed.
+async fn sent_until_closed(addr: std::net::SocketAddr, bytes: &[u8]) -> (Vec<u8>, Duration) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(bytes).await.unwrap();
     let started = std::time::Instant::now();
     let mut got = Vec::new();
     let mut buf = [0u8; 1024];
@@ -458,7 +461,6 @@ async fn until_closed(stream: &mut tokio::net::TcpStream) -> (Vec<u8>, Duration)
 
 #[tokio::test]
 async fn a_request_head_sent_too_slowly_is_cut_off_while_streams_and_long_calls_go_on() {
-    use tokio::io::AsyncWriteExt as _;
     let gate = mcp_tests::Gate::new();
     let server = Server::builder("slow-heads", "1")
         .tool(gate.tool("wait"))
@@ -471,22 +473,16 @@ async fn a_request_head_sent_too_slowly_is_cut_off_while_streams_and_long_calls_
     let srv = Stoppable::serve_with(server, config).await;
 
     // Half a request head, then nothing: the connection is closed once the limit passes.
-    let mut slow = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
-    slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-        .await
-        .unwrap();
-    let (_, closed_after) = until_closed(&mut slow).await;
+    let (_, closed_after) =
+        sent_until_closed(srv.addr, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").await;
     assert!(
         closed_after >= limit - Duration::from_millis(50),
         "{closed_after:?}"
     );
 
     // A kept-alive connection left idle is closed the same way, after its answer.
-    let mut idle = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
-    idle.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        .await
-        .unwrap();
-    let (answered, _) = until_closed(&mut idle).await;
+    let (answered, _) =
+        sent_until_closed(srv.addr, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").await;
     assert!(
         answered.starts_with(b"HTTP/1.1 200"),
         "{:?}",

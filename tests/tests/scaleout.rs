@@ -457,14 +457,19 @@ async fn lose_record(r: &Replicas, client: &McpHttp) {
     assert!(removed, "the record was there");
 }
 
+/// A session opened on replica 0 whose record replica 2 has just read (it keeps a copy).
+async fn copied_to_replica_2(r: &Replicas) -> McpHttp {
+    let mut a = r.client(0);
+    a.initialize("2025-11-25", json!({})).await;
+    r.on(&a, 2).request(2, "tools/list", json!({})).await;
+    a
+}
+
 async fn a_copy_read_a_moment_ago_is_served_without_the_store(kind: Kind) {
     let Some(r) = Replicas::start(kind, "copy_served").await else {
         return;
     };
-    let mut a = r.client(0);
-    a.initialize("2025-11-25", json!({})).await;
-    // Replica 2 reads the record and keeps a copy.
-    r.on(&a, 2).request(2, "tools/list", json!({})).await;
+    let a = copied_to_replica_2(&r).await;
     let read = tokio::time::Instant::now();
     lose_record(&r, &a).await;
     // Within `session_recheck` of that read the copy is served as it is...
@@ -496,9 +501,7 @@ async fn a_replica_that_stopped_hearing_the_bus_reads_the_store_every_time(kind:
     let Some(r) = Replicas::start(kind, "deaf_reads").await else {
         return;
     };
-    let mut a = r.client(0);
-    a.initialize("2025-11-25", json!({})).await;
-    r.on(&a, 2).request(2, "tools/list", json!({})).await;
+    let a = copied_to_replica_2(&r).await;
     // Replica 2 no longer hears what the others publish: it cannot know its copy is
     // current, so the store decides at once.
     r.drop_out(2);
