@@ -18,7 +18,10 @@
 //!   task whose replica is gone is ended `failed` by the next replica that looks at it.
 //! - **Handshake era (sessions).** A session's record (its negotiated version, client
 //!   capabilities and info, log level and resource subscriptions) lives in the
-//!   [`SessionStore`], so any replica can serve it; the events of its SSE streams live in
+//!   [`SessionStore`], so any replica can serve it (from a copy read less than
+//!   `HttpConfig::session_recheck` ago, with changes and deletes acknowledged by every
+//!   replica before they are answered: [`Cluster::publish_and_wait`]); the events of its
+//!   SSE streams live in
 //!   the [`EventStore`], so a stream can be resumed (`Last-Event-ID`) on any replica. A
 //!   question the server asked the client (elicitation, sampling, roots) stays parked on
 //!   the replica that asked; an answer that lands on another replica is routed to it over
