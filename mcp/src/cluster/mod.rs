@@ -650,10 +650,17 @@ struct ClusterInner {
     /// Set once the bus listens for this replica and its heartbeat runs.
     started: tokio::sync::OnceCell<()>,
     stop: CancellationToken,
-    /// Whether the bus listens now: set when it subscribes, cleared when it breaks or
-    /// stops.
+    /// What this replica knows of its own bus subscription.
+    hearing: Hearing,
+}
+
+/// Whether a replica's bus listens, and the messages it published and waits to hear
+/// handled ([`Cluster::publish_and_wait`]).
+#[derive(Default)]
+struct Hearing {
+    /// Set when the bus subscribes, cleared when it breaks or stops.
     listening: AtomicBool,
-    /// The messages this replica published and waits to hear handled, by token.
+    /// By token: where each replica's acknowledgement is counted.
     waiting: Mutex<HashMap<u64, mpsc::UnboundedSender<()>>>,
     next_ack: AtomicU64,
 }
@@ -666,12 +673,21 @@ impl fmt::Debug for Cluster {
     }
 }
 
-impl ClusterInner {
+impl Hearing {
     /// A replica (this one, or another over the bus) handled the message `ack`.
     fn handled(&self, ack: u64) {
         if let Some(tx) = self.waiting.lock().get(&ack) {
             let _ = tx.send(());
         }
+    }
+}
+
+impl ClusterInner {
+    /// The bus subscribed (again): it listens, unless the replica was stopped meanwhile.
+    fn subscribed(&self) {
+        self.hearing
+            .listening
+            .store(!self.stop.is_cancelled(), Ordering::Release);
     }
 }
 
@@ -701,9 +717,7 @@ impl Cluster {
                 handlers: RwLock::new(Vec::new()),
                 started: tokio::sync::OnceCell::new(),
                 stop: CancellationToken::new(),
-                listening: AtomicBool::new(false),
-                waiting: Mutex::new(HashMap::new()),
-                next_ack: AtomicU64::new(1),
+                hearing: Hearing::default(),
             }),
         }
     }
@@ -755,9 +769,7 @@ impl Cluster {
             // afresh.
             started: tokio::sync::OnceCell::new(),
             stop: CancellationToken::new(),
-            listening: AtomicBool::new(false),
-            waiting: Mutex::new(HashMap::new()),
-            next_ack: AtomicU64::new(1),
+            hearing: Hearing::default(),
         }
     }
 
@@ -847,16 +859,14 @@ impl Cluster {
                 Heard::Message(envelope) => envelope,
                 Heard::Resubscribed => {
                     tracing::info!(target: "mcp::cluster", replica = %inner.replica, "the bus listens again; reading the shared state anew for what was missed");
-                    inner
-                        .listening
-                        .store(!inner.stop.is_cancelled(), Ordering::Release);
+                    inner.subscribed();
                     for handler in Self::receivers(&inner) {
                         handler(BusEvent::Resubscribed);
                     }
                     return;
                 }
                 Heard::Lost => {
-                    inner.listening.store(false, Ordering::Release);
+                    inner.hearing.listening.store(false, Ordering::Release);
                     for handler in Self::receivers(&inner) {
                         handler(BusEvent::Lost);
                     }
@@ -864,13 +874,13 @@ impl Cluster {
                 }
             };
             if let BusMessage::Handled { token, .. } = &envelope.message {
-                inner.handled(*token);
+                inner.hearing.handled(*token);
                 return;
             }
             if envelope.message.origin() == Some(inner.replica.as_str()) {
                 // Its own message: handled here the moment it is heard.
                 if let Some(ack) = envelope.ack {
-                    inner.handled(ack);
+                    inner.hearing.handled(ack);
                 }
                 return;
             }
@@ -891,22 +901,20 @@ impl Cluster {
             }
             // The publisher waits for this: every receiver here has run.
             if let (Some(ack), Some(origin)) = (envelope.ack, message.origin()) {
-                Cluster {
-                    inner: Arc::clone(&inner),
-                }
-                .publish_detached(BusMessage::Handled {
-                    to: origin.to_owned(),
-                    token: ack,
-                });
+                publish_detached(
+                    &inner.bus,
+                    BusMessage::Handled {
+                        to: origin.to_owned(),
+                        token: ack,
+                    },
+                );
             }
         });
         self.inner
             .bus
             .listen(&self.inner.replica, deliver, self.inner.stop.clone())
             .await?;
-        self.inner
-            .listening
-            .store(!self.inner.stop.is_cancelled(), Ordering::Release);
+        self.inner.subscribed();
         let bus = Arc::clone(&self.inner.bus);
         let replica = self.inner.replica.clone();
         let stop = self.inner.stop.clone();
@@ -932,13 +940,13 @@ impl Cluster {
     /// its heartbeat lapses ([`Cluster::leave`] tells them at once).
     pub fn stop(&self) {
         self.inner.stop.cancel();
-        self.inner.listening.store(false, Ordering::Release);
+        self.inner.hearing.listening.store(false, Ordering::Release);
     }
 
     /// Whether this replica's bus listens now: started, and not broken or stopped since.
     /// While it does, a change another replica publishes reaches this one's receivers.
     pub fn listening(&self) -> bool {
-        self.inner.listening.load(Ordering::Acquire)
+        self.inner.hearing.listening.load(Ordering::Acquire)
     }
 
     /// Stops, and tells the others this replica left (a graceful shutdown).
@@ -958,8 +966,9 @@ impl Cluster {
     /// Publishes a broadcast message (one with an [`origin`](BusMessage::origin); any other
     /// is published without waiting) and waits, at most `bound`, until every replica that
     /// received it has handled it: each one's receivers have run (a session removed there
-    /// is gone, a change is applied). Returns how many replicas received it, this one included. A replica that does not
-    /// answer within `bound` (its link half-open, say) is waited for no longer.
+    /// is gone, a change is applied). Returns how many replicas received it, this one
+    /// included. A replica that does not answer within `bound` (its link half-open, say)
+    /// is waited for no longer.
     pub async fn publish_and_wait(
         &self,
         message: BusMessage,
@@ -970,17 +979,17 @@ impl Cluster {
             return self.publish(message).await;
         }
         let inner = &self.inner;
-        let ack = inner.next_ack.fetch_add(1, Ordering::Relaxed);
+        let ack = inner.hearing.next_ack.fetch_add(1, Ordering::Relaxed);
         let (tx, mut handled) = mpsc::unbounded_channel();
-        inner.waiting.lock().insert(ack, tx);
+        inner.hearing.waiting.lock().insert(ack, tx);
         // However this ends (answered, timed out, or the caller dropped), the token goes.
-        struct Forget<'a>(&'a ClusterInner, u64);
+        struct Forget<'a>(&'a Hearing, u64);
         impl Drop for Forget<'_> {
             fn drop(&mut self) {
                 self.0.waiting.lock().remove(&self.1);
             }
         }
-        let _forget = Forget(inner, ack);
+        let _forget = Forget(&inner.hearing, ack);
         let mut envelope = Envelope::new(message);
         envelope.ack = Some(ack);
         let received = inner.bus.publish(&envelope).await?;
@@ -992,7 +1001,7 @@ impl Cluster {
             }
         };
         if tokio::time::timeout(bound, all_handled).await.is_err() {
-            tracing::warn!(target: "mcp::cluster", kind = envelope.message.kind(), received, waited = ?bound, "not every replica said it handled a message in time");
+            tracing::warn!(target: "mcp::cluster", kind = envelope.message.kind(), received, waited = ?bound, "not every replica acknowledged a change within session_recheck: a replica's Redis link may be half-open (it stops serving session copies once it notices), or an older version that does not acknowledge is still running");
         }
         Ok(received)
     }
@@ -1000,19 +1009,24 @@ impl Cluster {
     /// Publishes a message from a synchronous context (a spawned task; nothing when no
     /// runtime is running). Failures are logged.
     pub(crate) fn publish_detached(&self, message: BusMessage) {
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(target: "mcp::cluster", "no runtime to publish a bus message from");
-            return;
-        };
-        let bus = Arc::clone(&self.inner.bus);
-        // Stamped here, in the caller's span, not in the spawned task.
-        let envelope = Envelope::new(message);
-        handle.spawn(async move {
-            if let Err(e) = bus.publish(&envelope).await {
-                tracing::warn!(target: "mcp::cluster", error = %e, "could not publish to the other replicas");
-            }
-        });
+        publish_detached(&self.inner.bus, message);
     }
+}
+
+/// [`Cluster::publish_detached`] on `bus`.
+fn publish_detached(bus: &Arc<dyn Bus>, message: BusMessage) {
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!(target: "mcp::cluster", "no runtime to publish a bus message from");
+        return;
+    };
+    let bus = Arc::clone(bus);
+    // Stamped here, in the caller's span, not in the spawned task.
+    let envelope = Envelope::new(message);
+    handle.spawn(async move {
+        if let Err(e) = bus.publish(&envelope).await {
+            tracing::warn!(target: "mcp::cluster", error = %e, "could not publish to the other replicas");
+        }
+    });
 }
 
 /// Whether `pos` is a well-formed event position (`<digits>-<digits>`).
@@ -1161,7 +1175,7 @@ mod tests {
         assert_eq!(heard.load(Ordering::SeqCst), 2);
         assert!(started.elapsed() < bound / 2, "{:?}", started.elapsed());
         assert!(
-            replicas[0].inner.waiting.lock().is_empty(),
+            replicas[0].inner.hearing.waiting.lock().is_empty(),
             "a token was kept"
         );
 

@@ -151,15 +151,7 @@ impl SessionBackend for ClusterSessions {
         let handler: crate::cluster::BusHandler = Arc::new(move |event| {
             let Some(table) = table.upgrade() else { return };
             match event {
-                BusEvent::Message(m) => {
-                    if matches!(
-                        m,
-                        BusMessage::SessionChanged { .. } | BusMessage::SessionRemoved { .. }
-                    ) {
-                        shared.advance();
-                    }
-                    on_bus(&table, m);
-                }
+                BusEvent::Message(m) => on_bus(&table, &shared, m),
                 BusEvent::Resubscribed => {
                     shared.advance();
                     tokio::spawn(reconcile(table, Arc::clone(&shared)));
@@ -283,15 +275,18 @@ impl SessionBackend for ClusterSessions {
     }
 }
 
-/// What another replica said about a session this one may hold a copy of.
-fn on_bus(table: &SessionTable, message: &BusMessage) {
+/// What another replica said about a session this one may hold a copy of. A removal or a
+/// change makes every copy read before it be read again.
+fn on_bus(table: &SessionTable, shared: &Shared, message: &BusMessage) {
     match message {
         BusMessage::SessionRemoved { session, .. } => {
+            shared.advance();
             table.remove(session);
         }
         BusMessage::SessionChanged {
             session, change, ..
         } => {
+            shared.advance();
             if let Some(s) = table.get_any(session) {
                 apply_change(&s.conn, change);
             }
