@@ -7,7 +7,8 @@
 //!
 //! The check is conservative: it accepts only text whose canonical form is itself, and
 //! anything else (whitespace, an escape, a fraction or exponent, an integer that might not
-//! fit, keys out of order or repeated, invalid JSON, deep nesting) takes the `Value` path.
+//! fit, keys out of order or repeated, a key serde_json reserves, invalid JSON, deep
+//! nesting) takes the `Value` path.
 //! `tests/tests/codec_properties.rs` checks both paths agree on arbitrary JSON.
 
 use crate::protocol::json_str::first_escaped;
@@ -18,6 +19,11 @@ const MAX_DEPTH: usize = 64;
 /// The longest integer accepted, in digits: every 18-digit integer fits both `i64` and
 /// `u64`, so serde_json reads it exactly and writes it back unchanged.
 const MAX_DIGITS: usize = 18;
+
+/// The prefix of the object keys serde_json reserves for itself: a `Value` read from
+/// `{"$serde_json::private::RawValue":"{\"a\":1}"}` is `{"a":1}`, so such text is not
+/// the JSON of the value a parser makes of it (found by the `argument_digest` fuzz target).
+const RESERVED_KEY_PREFIX: &[u8] = b"$serde_json::private::";
 
 /// Whether `text` is exactly the canonical JSON of the value it holds.
 pub(crate) fn is_canonical(text: &str) -> bool {
@@ -76,7 +82,7 @@ impl<'a> Scan<'a> {
                 return false;
             };
             // Strictly increasing: in order, and no key twice (a parser keeps the last).
-            if previous.is_some_and(|p| p >= key) {
+            if previous.is_some_and(|p| p >= key) || key.starts_with(RESERVED_KEY_PREFIX) {
                 return false;
             }
             previous = Some(key);
@@ -199,6 +205,10 @@ mod tests {
             "[",
             "{",
             r#""open"#,
+            // Keys serde_json reads as an instruction, not as a key.
+            r#"{"$serde_json::private::RawValue":{"a":[true,{}],"bb":{}}}"#,
+            r#"{"$serde_json::private::Number":"1"}"#,
+            r#"{"a":[{"$serde_json::private::RawValue":"x"}]}"#,
         ] {
             assert!(!is_canonical(text), "{text:?}");
         }
