@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use mcp::fuzzing::{SealedStates, argument_digests};
 use mcp::protocol::jsonrpc::{
-    DecodeError, ErrorObject, Incoming, Message, RequestId, decode, encode_error,
+    DecodeError, ErrorObject, Incoming, Message, RequestId, decode, decode_owned, encode_error,
     encode_notification, encode_request, encode_result,
 };
 use proptest::prelude::*;
@@ -89,7 +89,11 @@ fn reference_message(value: &Value) -> Reading {
 
 /// What our decoder made of the frame, in the reference's terms.
 fn ours(frame: &[u8]) -> Reading {
-    match decode(frame) {
+    reading_of_incoming(decode(frame))
+}
+
+fn reading_of_incoming(incoming: Incoming) -> Reading {
+    match incoming {
         Incoming::Single(m) => reading_of(m),
         Incoming::Batch(items) => Reading::Batch(items.into_iter().map(reading_of).collect()),
     }
@@ -97,12 +101,13 @@ fn ours(frame: &[u8]) -> Reading {
 
 fn reading_of(m: Result<Message, DecodeError>) -> Reading {
     let raw = |r: &serde_json::value::RawValue| serde_json::from_str::<Value>(r.get()).unwrap();
+    let params = |p: &mcp::protocol::Params| serde_json::from_str::<Value>(p.get()).unwrap();
     match m {
         Err(DecodeError::Parse(_)) => Reading::Parse,
         Err(DecodeError::Invalid { id, .. }) => Reading::Invalid(id),
-        Ok(Message::Request(r)) => Reading::Request(r.id, r.method, r.params.as_deref().map(raw)),
+        Ok(Message::Request(r)) => Reading::Request(r.id, r.method, r.params.as_ref().map(params)),
         Ok(Message::Notification(n)) => {
-            Reading::Notification(n.method, n.params.as_deref().map(raw))
+            Reading::Notification(n.method, n.params.as_ref().map(params))
         }
         Ok(Message::Response(r)) => Reading::Response(
             r.id,
@@ -304,6 +309,18 @@ proptest! {
         let expected = reference(&frame);
         prop_assume!(expected.is_some());
         prop_assert_eq!(Some(ours(&frame)), expected, "frame: {}", String::from_utf8_lossy(&frame));
+    }
+
+    /// A body the transport hands over (its params then share it) reads exactly as the
+    /// same bytes lent to the decoder (its params then share a copy).
+    #[test]
+    fn a_frame_handed_over_decodes_as_one_lent(frame in frame()) {
+        prop_assert_eq!(
+            reading_of_incoming(decode_owned(frame.clone())),
+            ours(&frame),
+            "frame: {}",
+            String::from_utf8_lossy(&frame)
+        );
     }
 
     #[test]

@@ -155,12 +155,7 @@ impl ConnState {
     /// The era of a request on this connection. A transport may decide (`forced`: HTTP
     /// decides per request); otherwise the connection's first decisive message fixes it
     /// for the connection (see [`EraSignals::era`]); until then, the handshake era.
-    pub(crate) fn era_of(
-        &self,
-        method: &str,
-        params: Option<&serde_json::value::RawValue>,
-        forced: Option<Era>,
-    ) -> Era {
+    pub(crate) fn era_of(&self, method: &str, params: Option<&str>, forced: Option<Era>) -> Era {
         if let Some(era) = forced {
             return era;
         }

@@ -6,7 +6,6 @@ use std::time::Instant;
 
 use serde::Deserialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::{Answer, Method};
 use crate::conn::{ConnId, HttpHeaders, Principal, Transport};
@@ -24,7 +23,7 @@ pub(crate) trait Shape: Send + Sync {
 /// One request on its way through the layers.
 pub struct Request<'a> {
     pub(crate) method: Method,
-    pub(crate) params: Option<&'a RawValue>,
+    pub(crate) params: Option<&'a str>,
     pub(crate) id: &'a RequestId,
     pub(crate) caller: &'a Caller,
     pub(crate) shape: &'a dyn Shape,
@@ -43,7 +42,7 @@ struct Head {
 impl<'a> Request<'a> {
     pub(crate) fn new(
         method: Method,
-        params: Option<&'a RawValue>,
+        params: Option<&'a str>,
         id: &'a RequestId,
         caller: &'a Caller,
         shape: &'a dyn Shape,
@@ -74,7 +73,7 @@ impl<'a> Request<'a> {
             }
             let raw = self
                 .params
-                .and_then(|p| serde_json::from_str::<Raw>(p.get()).ok());
+                .and_then(|p| serde_json::from_str::<Raw>(p).ok());
             match raw {
                 Some(r) => Head {
                     target: r.name.or(r.uri),
@@ -98,7 +97,7 @@ impl<'a> Request<'a> {
 
     /// The params as JSON text, as the client sent them.
     pub fn params(&self) -> Option<&str> {
-        self.params.map(RawValue::get)
+        self.params
     }
 
     /// What the request is about: the tool or prompt name, or the resource URI.

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::methods::{self, Method};
 use super::{
-    ClientCapabilities, Era, ErrorObject, Implementation, LoggingLevel, Message, Meta,
+    ClientCapabilities, Era, ErrorObject, Implementation, LoggingLevel, Message, Meta, Params,
     ProtocolVersion, RequestMeta, codes, meta_keys,
 };
 
@@ -65,8 +65,12 @@ impl EraSignals {
     /// Reads the signals of a decoded message.
     pub fn of_message(message: &Message, header: VersionHeader) -> Self {
         match message {
-            Message::Request(r) => EraSignals::of(&r.method, r.params.as_deref(), header),
-            Message::Notification(n) => EraSignals::of(&n.method, n.params.as_deref(), header),
+            Message::Request(r) => {
+                EraSignals::of(&r.method, r.params.as_ref().map(Params::get), header)
+            }
+            Message::Notification(n) => {
+                EraSignals::of(&n.method, n.params.as_ref().map(Params::get), header)
+            }
             Message::Response(_) => EraSignals {
                 header,
                 ..EraSignals::default()
@@ -75,7 +79,7 @@ impl EraSignals {
     }
 
     /// Reads the signals of a method and its params.
-    pub fn of(method: &str, params: Option<&RawValue>, header: VersionHeader) -> Self {
+    pub fn of(method: &str, params: Option<&str>, header: VersionHeader) -> Self {
         EraSignals {
             initialize: method == methods::INITIALIZE,
             discover: method == methods::SERVER_DISCOVER,
@@ -105,17 +109,17 @@ impl EraSignals {
 
 /// Whether params declare a protocol version in `_meta`: the mark of a 2026-07-28 request.
 /// Handshake-era traffic pays a substring search; only a hit is parsed.
-fn declares_version(params: Option<&RawValue>) -> bool {
+fn declares_version(params: Option<&str>) -> bool {
     #[derive(Deserialize)]
     struct OnlyMeta {
         #[serde(rename = "_meta", default)]
         meta: Option<Meta>,
     }
     let Some(raw) = params else { return false };
-    if !raw.get().contains(meta_keys::PROTOCOL_VERSION) {
+    if !raw.contains(meta_keys::PROTOCOL_VERSION) {
         return false;
     }
-    serde_json::from_str::<OnlyMeta>(raw.get())
+    serde_json::from_str::<OnlyMeta>(raw)
         .ok()
         .and_then(|p| p.meta)
         .is_some_and(|m| m.contains_key(meta_keys::PROTOCOL_VERSION))
@@ -178,9 +182,9 @@ pub struct ParamsHead<'a> {
 
 impl<'a> ParamsHead<'a> {
     /// Reads the head of `params` (-32602 when they are not an object).
-    pub fn parse(params: Option<&'a RawValue>) -> Result<ParamsHead<'a>, ErrorObject> {
+    pub fn parse(params: Option<&'a str>) -> Result<ParamsHead<'a>, ErrorObject> {
         match params {
-            Some(raw) => serde_json::from_str(raw.get()).map_err(|_| {
+            Some(raw) => serde_json::from_str(raw).map_err(|_| {
                 ErrorObject::invalid_params(
                     "Invalid params: params must be an object carrying _meta",
                 )
@@ -245,14 +249,14 @@ impl StatelessMeta {
 
     /// Parses and admits the metadata of a request that reached the server with nothing
     /// read yet (stdio): -32602, then -32022, then -32601.
-    pub fn read(method: &str, params: Option<&RawValue>) -> Result<StatelessMeta, ErrorObject> {
+    pub fn read(method: &str, params: Option<&str>) -> Result<StatelessMeta, ErrorObject> {
         #[derive(Deserialize)]
         struct Envelope {
             #[serde(rename = "_meta", default)]
             meta: Option<Meta>,
         }
         let envelope: Envelope = match params {
-            Some(raw) => serde_json::from_str(raw.get()).map_err(|_| {
+            Some(raw) => serde_json::from_str(raw).map_err(|_| {
                 ErrorObject::invalid_params(
                     "Invalid params: params must be an object with a _meta member",
                 )
@@ -320,27 +324,22 @@ mod tests {
 
     #[test]
     fn metadata_is_checked_in_the_specified_order() {
-        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
-        let bad_meta = raw(r#"{"_meta":{}}"#);
+        let bad_meta = r#"{"_meta":{}}"#;
         assert_eq!(
-            StatelessMeta::read("nope", Some(&bad_meta))
+            StatelessMeta::read("nope", Some(bad_meta))
                 .unwrap_err()
                 .code,
             codes::INVALID_PARAMS
         );
-        let old = raw(
-            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}"#,
-        );
+        let old = r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}"#;
         assert_eq!(
-            StatelessMeta::read("nope", Some(&old)).unwrap_err().code,
+            StatelessMeta::read("nope", Some(old)).unwrap_err().code,
             codes::UNSUPPORTED_PROTOCOL_VERSION
         );
-        let good = raw(
-            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"traceparent":"00-a-b-01"}}"#,
-        );
-        let e = StatelessMeta::read("ping", Some(&good)).unwrap_err();
+        let good = r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"traceparent":"00-a-b-01"}}"#;
+        let e = StatelessMeta::read("ping", Some(good)).unwrap_err();
         assert!(e.message.contains("not part of protocol 2026-07-28"));
-        let meta = StatelessMeta::read("tools/list", Some(&good)).unwrap();
+        let meta = StatelessMeta::read("tools/list", Some(good)).unwrap();
         assert_eq!(meta.trace.unwrap().traceparent, "00-a-b-01");
     }
 }

@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::params::Frame;
+pub use super::params::Params;
+
 /// A JSON-RPC request id: an integer or a string, echoed back with its type preserved.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum RequestId {
@@ -229,7 +232,7 @@ pub struct Request {
     /// The method name.
     pub method: String,
     /// The raw params, parsed later into the method's own type.
-    pub params: Option<Box<RawValue>>,
+    pub params: Option<Params>,
 }
 
 /// A notification: no id, never answered.
@@ -238,7 +241,7 @@ pub struct Notification {
     /// The method name.
     pub method: String,
     /// The raw params.
-    pub params: Option<Box<RawValue>>,
+    pub params: Option<Params>,
 }
 
 /// A response to a request the server sent (elicitation, sampling, roots).
@@ -267,7 +270,7 @@ impl Message {
         Message::Request(Request {
             id: id.into(),
             method: method.to_owned(),
-            params: Some(to_raw(&params)),
+            params: Some(Params::from(to_raw(&params))),
         })
     }
 
@@ -275,7 +278,7 @@ impl Message {
     pub fn notification(method: &str, params: Option<Value>) -> Message {
         Message::Notification(Notification {
             method: method.to_owned(),
-            params: params.map(|p| to_raw(&p)),
+            params: params.map(|p| Params::from(to_raw(&p))),
         })
     }
 }
@@ -542,23 +545,71 @@ impl<'de: 'a, 'a> Deserialize<'de> for MethodMember<'a> {
     }
 }
 
-/// Decodes one frame (a line on stdio, a body on HTTP).
+/// Decodes one frame (a line on stdio, a body on HTTP). The params are copied out of it.
 pub fn decode(bytes: &[u8]) -> Incoming {
-    let trimmed = trim_json_whitespace(bytes);
+    match frame_text(bytes) {
+        Ok(text) => decode_in(&Source { text, kept: None }),
+        Err(e) => Incoming::Single(Err(e)),
+    }
+}
+
+/// Decodes one frame the caller hands over (a large HTTP body): params are shared with
+/// the frame itself, which is not copied.
+pub fn decode_owned(frame: Vec<u8>) -> Incoming {
+    // Checked once here, the frame is then read as text: serde_json checks no string again.
+    let text = match String::from_utf8(frame) {
+        Ok(text) => Arc::new(text),
+        Err(e) => return Incoming::Single(Err(not_utf8(e.utf8_error()))),
+    };
+    let trimmed = trim_json_whitespace(text.as_bytes());
+    let base = (trimmed.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+    // Whitespace is ASCII: the trimmed frame starts and ends on character boundaries.
+    let Some(trimmed) = text.get(base..base + trimmed.len()) else {
+        return decode(text.as_bytes());
+    };
+    decode_in(&Source {
+        text: trimmed,
+        kept: Some((Frame::Kept(Arc::clone(&text)), base)),
+    })
+}
+
+/// The frame as text, without the whitespace around it.
+fn frame_text(bytes: &[u8]) -> Result<&str, DecodeError> {
     // JSON is UTF-8. serde_json checks the strings it reads, but skips unknown members
     // without looking inside them, so check the whole frame once.
-    // Checked once here, the frame is then read as text: serde_json checks no string again.
-    let trimmed = match std::str::from_utf8(trimmed) {
-        Ok(text) => text,
-        Err(e) => {
-            return Incoming::Single(Err(DecodeError::Parse(format!(
-                "the message is not UTF-8 (invalid byte at offset {})",
-                e.valid_up_to()
-            ))));
+    std::str::from_utf8(trim_json_whitespace(bytes)).map_err(not_utf8)
+}
+
+fn not_utf8(e: std::str::Utf8Error) -> DecodeError {
+    DecodeError::Parse(format!(
+        "the message is not UTF-8 (invalid byte at offset {})",
+        e.valid_up_to()
+    ))
+}
+
+/// A frame being decoded: its text, and the frame the params read out of it share when
+/// the decoder was handed it.
+struct Source<'t> {
+    /// The frame's text, trimmed.
+    text: &'t str,
+    /// The frame handed over, and where `text` starts in it.
+    kept: Option<(Frame, usize)>,
+}
+
+impl Source<'_> {
+    /// `raw`, read out of this frame, as params: sharing the frame kept, or a copy.
+    fn params(&self, raw: &RawValue) -> Params {
+        match &self.kept {
+            Some((frame, base)) => Params::within(frame, self.text, *base, raw),
+            None => Params::from(raw),
         }
-    };
-    if trimmed.starts_with('[') {
-        let items: Vec<&RawValue> = match serde_json::from_str(trimmed) {
+    }
+}
+
+fn decode_in(source: &Source<'_>) -> Incoming {
+    let text = source.text;
+    if text.starts_with('[') {
+        let items: Vec<&RawValue> = match serde_json::from_str(text) {
             Ok(items) => items,
             Err(e) => return Incoming::Single(Err(DecodeError::Parse(strip_position(&e)))),
         };
@@ -568,9 +619,14 @@ pub fn decode(bytes: &[u8]) -> Incoming {
                 reason: "empty batch".into(),
             }));
         }
-        return Incoming::Batch(items.iter().map(|raw| decode_object(raw.get())).collect());
+        return Incoming::Batch(
+            items
+                .iter()
+                .map(|raw| decode_object(raw.get(), source))
+                .collect(),
+        );
     }
-    Incoming::Single(decode_object(trimmed))
+    Incoming::Single(decode_object(text, source))
 }
 
 /// Whitespace as JSON defines it (RFC 8259: space, tab, line feed, carriage return).
@@ -603,7 +659,7 @@ pub(crate) fn strip_position(e: &serde_json::Error) -> String {
     }
 }
 
-fn decode_object(text: &str) -> Result<Message, DecodeError> {
+fn decode_object(text: &str, source: &Source<'_>) -> Result<Message, DecodeError> {
     // serde reads a struct from an array too, its members by position: `[null, 0]` would
     // be an envelope with id 0. Only an object is a message; anything else is invalid, or
     // a parse error when it is not JSON at all (`123 garbage`).
@@ -661,7 +717,7 @@ fn decode_object(text: &str) -> Result<Message, DecodeError> {
             if first != Some(b'{') && first != Some(b'[') {
                 return Err(invalid("params must be an object or an array"));
             }
-            Some(raw.to_owned())
+            Some(source.params(raw))
         }
         None => None,
     };
@@ -788,6 +844,30 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_frame_handed_over_reads_as_the_same_frame_lent() {
+        let frame = b" \r\n[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"\xc3\xa9\"}},{\"jsonrpc\":\"2.0\",\"method\":\"n\",\"params\":[1]}]\n";
+        for incoming in [decode(frame), decode_owned(frame.to_vec())] {
+            let Incoming::Batch(items) = incoming else {
+                panic!("not a batch");
+            };
+            let params: Vec<String> = items
+                .into_iter()
+                .map(|item| match item {
+                    Ok(Message::Request(r)) => r.params.unwrap().get().to_owned(),
+                    Ok(Message::Notification(n)) => n.params.unwrap().get().to_owned(),
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            assert_eq!(params, [r#"{"name":"é"}"#, "[1]"]);
+        }
+        let mut bad = br#"{"jsonrpc":"2.0","id":1,"method":"ping","x":"?"}"#.to_vec();
+        bad[44] = 0xDD;
+        let lent = format!("{:?}", decode(&bad));
+        assert!(lent.contains("not UTF-8"), "{lent}");
+        assert_eq!(format!("{:?}", decode_owned(bad)), lent);
     }
 
     #[test]

@@ -18,14 +18,14 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::unknown::deserialize_checked;
-use crate::protocol::ToolSchema;
 use crate::protocol::tool_schema::{HeaderParam, header_params};
+use crate::protocol::{Params, ToolSchema};
 
 /// The raw arguments of one tool call, with the tool's input schema for error messages.
 #[derive(Clone, Debug)]
 pub struct ToolArgs {
     /// The JSON text of the arguments, as the client sent it.
-    raw: Option<ArgsText>,
+    raw: Option<Params>,
     schema: ArgsSchema,
     /// The arguments already decoded into the handler's type, when the server decoded them
     /// before asking the authorizer (so the handler does not decode them again).
@@ -36,22 +36,22 @@ impl ToolArgs {
     /// Wraps raw arguments (absent arguments decode as `{}`), with the input schema that
     /// explains a failure to decode them.
     pub fn new(raw: Option<Box<RawValue>>, schema: impl Into<ToolSchema>) -> Self {
-        Self::from_json_text(raw.map(|r| ArgsText::copied(&r)), schema.into())
+        Self::from_json_text(raw.map(|r| Params::from(&*r)), schema.into())
     }
 
     /// Wraps raw arguments already shared with the authorization seam.
     pub fn shared(raw: Option<Arc<RawValue>>, schema: impl Into<ToolSchema>) -> Self {
-        Self::from_json_text(raw.map(|r| ArgsText::copied(&r)), schema.into())
+        Self::from_json_text(raw.map(|r| Params::from(&*r)), schema.into())
     }
 
     /// Wraps the JSON text of arguments taken from a valid JSON document.
-    fn from_json_text(raw: Option<ArgsText>, schema: ToolSchema) -> Self {
+    fn from_json_text(raw: Option<Params>, schema: ToolSchema) -> Self {
         Self::with_schema(raw, ArgsSchema::new(schema))
     }
 
     /// Wraps the JSON text of a call's arguments (shared with the request's params, not
     /// copied), with the tool's schema as worked out at registration.
-    pub(crate) fn with_schema(raw: Option<ArgsText>, schema: ArgsSchema) -> Self {
+    pub(crate) fn with_schema(raw: Option<Params>, schema: ArgsSchema) -> Self {
         ToolArgs {
             raw,
             schema,
@@ -67,7 +67,7 @@ impl ToolArgs {
 
     /// The raw JSON text of the arguments (`{}` when the client sent none).
     pub fn raw_json(&self) -> &str {
-        json_text(self.raw.as_ref().map(ArgsText::as_str))
+        json_text(self.raw.as_ref().map(Params::get))
     }
 
     /// The arguments as a JSON value.
@@ -92,58 +92,6 @@ impl ToolArgs {
             return Ok(value);
         }
         self.parse()
-    }
-}
-
-/// The JSON text of a call's arguments: a slice of the request's params, which the call
-/// keeps alive (a 1 MiB argument is not copied again on its way to the handler), or a copy
-/// of its own when there is no request to share.
-#[derive(Clone)]
-pub(crate) enum ArgsText {
-    /// Text of its own.
-    Own(Arc<str>),
-    /// `params[range]`.
-    InParams(SharedParams, std::ops::Range<usize>),
-}
-
-/// A request's params, shared by everything the request hands on (its tool's arguments).
-pub(crate) type SharedParams = Arc<Box<RawValue>>;
-
-impl ArgsText {
-    /// A copy of `raw`.
-    pub(crate) fn copied(raw: &RawValue) -> Self {
-        ArgsText::Own(Arc::from(raw.get()))
-    }
-
-    /// `arguments`, which was read out of `params`, as a slice of them; a copy when it is
-    /// not in them (or there are none to share).
-    pub(crate) fn within(params: Option<&SharedParams>, arguments: &RawValue) -> Self {
-        let Some(params) = params else {
-            return Self::copied(arguments);
-        };
-        let (outer, inner) = (params.get(), arguments.get());
-        let start = (inner.as_ptr() as usize).wrapping_sub(outer.as_ptr() as usize);
-        let range = start..start.wrapping_add(inner.len());
-        match outer.get(range.clone()) {
-            Some(slice) if std::ptr::eq(slice.as_ptr(), inner.as_ptr()) => {
-                ArgsText::InParams(Arc::clone(params), range)
-            }
-            _ => Self::copied(arguments),
-        }
-    }
-
-    /// The text.
-    pub(crate) fn as_str(&self) -> &str {
-        match self {
-            ArgsText::Own(text) => text,
-            ArgsText::InParams(params, range) => &params.get()[range.clone()],
-        }
-    }
-}
-
-impl fmt::Debug for ArgsText {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
@@ -629,36 +577,6 @@ mod tests {
     use super::*;
     use serde::Deserialize;
     use serde_json::json;
-
-    #[test]
-    fn arguments_read_out_of_the_params_share_them_and_others_are_copied() {
-        let params: SharedParams = Arc::new(
-            RawValue::from_string(r#"{"name":"t","arguments":{"text":"héllo"}}"#.to_owned())
-                .unwrap(),
-        );
-        #[derive(Deserialize)]
-        struct P<'a> {
-            #[serde(borrow)]
-            arguments: &'a RawValue,
-        }
-        let p: P<'_> = serde_json::from_str(params.get()).unwrap();
-        let shared = ArgsText::within(Some(&params), p.arguments);
-        assert!(matches!(shared, ArgsText::InParams(..)));
-        assert_eq!(shared.as_str(), r#"{"text":"héllo"}"#);
-        assert_eq!(
-            Arc::strong_count(&params),
-            2,
-            "the call keeps the params alive"
-        );
-        let elsewhere = RawValue::from_string(r#"{"text":"x"}"#.to_owned()).unwrap();
-        let copied = ArgsText::within(Some(&params), &elsewhere);
-        assert!(matches!(copied, ArgsText::Own(_)));
-        assert_eq!(copied.as_str(), r#"{"text":"x"}"#);
-        assert!(matches!(
-            ArgsText::within(None, p.arguments),
-            ArgsText::Own(_)
-        ));
-    }
 
     #[derive(Debug, Deserialize)]
     #[allow(dead_code)]

@@ -29,7 +29,7 @@ use parking_lot::Mutex;
 use serde_json::value::RawValue;
 
 pub use crate::schema::{input_schema_for, output_schema_for};
-pub(crate) use arguments::{ArgsSchema, ArgsText, Decoded, SharedParams, json_text};
+pub(crate) use arguments::{ArgsSchema, Decoded, json_text};
 pub use arguments::{ArgumentError, ToolArgs};
 pub use completion::{Completer, CompletionRequest, complete_from, prefix_matches};
 pub use output::{

@@ -11,10 +11,10 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::BoxFuture;
-use super::arguments::{ArgsSchema, ArgsText, ArgumentError, Decoded, ToolArgs, json_text};
+use super::arguments::{ArgsSchema, ArgumentError, Decoded, ToolArgs, json_text};
 use super::output::IntoToolResult;
 use crate::context::Ctx;
-use crate::protocol::{CallToolResult, Icon, Tool, ToolAnnotations, ToolSchema};
+use crate::protocol::{CallToolResult, Icon, Params, Tool, ToolAnnotations, ToolSchema};
 use crate::schema::output_schema_for;
 
 /// Runs a tool. Implemented for closures `Fn(Ctx, ToolArgs) -> impl Future<Output = R>`
@@ -234,7 +234,7 @@ impl ToolDef {
     }
 
     /// The arguments handed to the handler, with the value decoded earlier if any.
-    pub(crate) fn call_args(&self, raw: Option<ArgsText>, decoded: Option<Decoded>) -> ToolArgs {
+    pub(crate) fn call_args(&self, raw: Option<Params>, decoded: Option<Decoded>) -> ToolArgs {
         ToolArgs::with_schema(raw, self.schema.clone()).with_decoded(decoded)
     }
 

@@ -3,8 +3,6 @@
 
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
-
 use super::dispatch::{Scope, contained, parse_params};
 use super::{Reply, Server};
 use crate::protocol::{
@@ -19,7 +17,7 @@ impl Server {
     pub(super) async fn complete(
         &self,
         scope: &Scope,
-        params: Option<&RawValue>,
+        params: Option<&str>,
     ) -> Result<Reply, ErrorObject> {
         let p: CompleteRequestParams = parse_params(methods::COMPLETION_COMPLETE, params, true)?;
         let snapshot = self.registry().snapshot();

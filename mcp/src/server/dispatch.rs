@@ -9,7 +9,6 @@ use std::task::Poll;
 
 use serde::Deserialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use super::{ConnState, Reply, RequestExtras, Server};
@@ -23,10 +22,9 @@ use crate::protocol::inbound::StatelessMeta;
 use crate::protocol::jsonrpc::strip_position;
 use crate::protocol::methods::{Capability, Method};
 use crate::protocol::{
-    CancelledParams, Era, ErrorObject, Message, Meta, Notification, ProgressToken, ProtocolVersion,
-    Request, RequestId, methods,
+    CancelledParams, Era, ErrorObject, Message, Meta, Notification, Params, ProgressToken,
+    ProtocolVersion, Request, RequestId, methods,
 };
-use crate::registry::SharedParams;
 
 /// One request being served: who asked and under which id.
 pub(crate) struct Scope {
@@ -146,8 +144,7 @@ impl Server {
         mut extras: RequestExtras,
     ) -> Option<Reply> {
         let Request { id, method, params } = request;
-        // Shared, not copied: a tool call's arguments are a slice of them.
-        let params: Option<SharedParams> = params.map(Arc::new);
+        // Shared with the frame, not copied: a tool call's arguments are a slice of it.
         let params = params.as_ref();
         let stateless = match extras.meta.take() {
             // The transport read and admitted the metadata already.
@@ -349,7 +346,7 @@ impl Server {
 
     /// The seams, then the layers around the handler. A tool call is authorized (and
     /// approved) inside `call_tool`, which runs the layers itself once it may proceed.
-    async fn route(&self, scope: &Scope, method: Method, shared: Option<&SharedParams>) -> Reply {
+    async fn route(&self, scope: &Scope, method: Method, shared: Option<&Params>) -> Reply {
         let params = raw(shared);
         let result = match self.seam(scope, method, params).await {
             Err(e) => Err(e),
@@ -384,7 +381,7 @@ impl Server {
         &self,
         scope: &Scope,
         method: Method,
-        params: Option<&RawValue>,
+        params: Option<&str>,
     ) -> Result<Reply, ErrorObject> {
         match method {
             Method::Initialize => self.initialize(scope, params),
@@ -419,7 +416,7 @@ impl Server {
         if !self.inner.layers.is_empty() {
             let info = crate::layers::NotificationInfo {
                 method: &n.method,
-                params: n.params.as_deref().map(RawValue::get),
+                params: n.params.as_ref().map(Params::get),
                 conn_id: &conn.id,
                 transport: conn.transport,
             };
@@ -649,18 +646,18 @@ pub(crate) async fn contained<T, F: std::future::Future<Output = T>>(
 }
 
 /// The params as they were sent.
-fn raw(params: Option<&SharedParams>) -> Option<&RawValue> {
-    params.map(|p| &***p)
+fn raw(params: Option<&Params>) -> Option<&str> {
+    params.map(Params::get)
 }
 
 /// Parses a method's params. Absent params are `{}` unless the method requires them.
 pub(crate) fn parse_params<'a, T: Deserialize<'a>>(
     method: &str,
-    params: Option<&'a RawValue>,
+    params: Option<&'a str>,
     required: bool,
 ) -> Result<T, ErrorObject> {
     let text = match params {
-        Some(raw) => raw.get(),
+        Some(text) => text,
         None if required => {
             return Err(ErrorObject::invalid_params(format!(
                 "{method} requires params"

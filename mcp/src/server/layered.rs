@@ -7,7 +7,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::dispatch::Scope;
@@ -34,7 +33,7 @@ impl Shape for Shaper<'_> {
 }
 
 /// What the read seam sees of a request: the members of its params that say what is read.
-fn seam_arguments(method: Method, params: Option<&RawValue>) -> Result<Value, ErrorObject> {
+fn seam_arguments(method: Method, params: Option<&str>) -> Result<Value, ErrorObject> {
     let members: &[&str] = match method {
         Method::PromptsGet => &["name", "arguments"],
         Method::CompletionComplete => &["ref"],
@@ -51,7 +50,7 @@ fn seam_arguments(method: Method, params: Option<&RawValue>) -> Result<Value, Er
         return Ok(json!({}));
     }
     let parsed: Value = match params {
-        Some(raw) => serde_json::from_str(raw.get()).map_err(|_| {
+        Some(raw) => serde_json::from_str(raw).map_err(|_| {
             ErrorObject::invalid_params(format!(
                 "Invalid params for {}: params must be an object",
                 method.name()
@@ -77,7 +76,7 @@ impl Server {
         &self,
         scope: &Scope,
         method: Method,
-        params: Option<&RawValue>,
+        params: Option<&str>,
     ) -> Result<(), ErrorObject> {
         if !method.spec().read_seam || self.inner.read_authorizer.is_none() {
             return Ok(());
@@ -91,7 +90,7 @@ impl Server {
         &'a self,
         scope: &'a Scope,
         method: Method,
-        params: Option<&'a RawValue>,
+        params: Option<&'a str>,
         tool_layers: &'a [Arc<dyn Layer>],
         handler: Pin<&'a mut (dyn Future<Output = Answer> + Send + 'a)>,
     ) -> Result<Reply, ErrorObject> {

@@ -2,8 +2,6 @@
 
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
-
 use super::dispatch::{Scope, parse_params};
 use super::{Reply, Server};
 use crate::protocol::{
@@ -17,7 +15,7 @@ impl Server {
     pub(super) fn initialize(
         &self,
         scope: &Scope,
-        params: Option<&RawValue>,
+        params: Option<&str>,
     ) -> Result<Reply, ErrorObject> {
         let p: InitializeRequestParams = parse_params(methods::INITIALIZE, params, true)?;
         let version = p
@@ -53,7 +51,7 @@ impl Server {
     pub(super) fn set_level(
         &self,
         scope: &Scope,
-        params: Option<&RawValue>,
+        params: Option<&str>,
     ) -> Result<Reply, ErrorObject> {
         let p: SetLevelParams = parse_params(methods::LOGGING_SET_LEVEL, params, true)?;
         let level: LoggingLevel = p.level.parse().map_err(ErrorObject::invalid_params)?;

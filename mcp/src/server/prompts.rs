@@ -2,8 +2,6 @@
 
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
-
 use super::compat;
 use super::dispatch::{Outcome, Scope, parse_params, run_handler};
 use super::stateless::args_digest;
@@ -16,7 +14,7 @@ impl Server {
     pub(super) async fn list_prompts(
         &self,
         scope: &Scope,
-        params: Option<&RawValue>,
+        params: Option<&str>,
     ) -> Result<Reply, ErrorObject> {
         let p: PaginatedParams = parse_params(methods::PROMPTS_LIST, params, false)?;
         let snapshot = self.registry().snapshot();
@@ -35,7 +33,7 @@ impl Server {
     pub(super) async fn get_prompt(
         &self,
         scope: &Scope,
-        params: Option<&RawValue>,
+        params: Option<&str>,
     ) -> Result<Reply, ErrorObject> {
         let p: GetPromptRequestParams = parse_params(methods::PROMPTS_GET, params, true)?;
         let args = p.arguments.unwrap_or_default();

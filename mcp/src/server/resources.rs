@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use serde_json::value::RawValue;
 
 use super::dispatch::{Outcome, Scope, contained, parse_params, run_handler};
 use super::{Reply, Server};
@@ -22,7 +21,7 @@ impl Server {
     pub(super) async fn list_resources(
         &self,
         scope: &Scope,
-        params: Option<&RawValue>,
+        params: Option<&str>,
     ) -> Result<Reply, ErrorObject> {
         let p: PaginatedParams = parse_params(methods::RESOURCES_LIST, params, false)?;
         let snapshot = self.registry().snapshot();
@@ -76,7 +75,7 @@ impl Server {
     pub(super) async fn list_templates(
         &self,
         scope: &Scope,
-        params: Option<&RawValue>,
+        params: Option<&str>,
     ) -> Result<Reply, ErrorObject> {
         let p: PaginatedParams = parse_params(methods::RESOURCES_TEMPLATES_LIST, params, false)?;
         let snapshot = self.registry().snapshot();
@@ -95,7 +94,7 @@ impl Server {
     pub(super) async fn read_resource(
         &self,
         scope: &Scope,
-        params: Option<&RawValue>,
+        params: Option<&str>,
     ) -> Result<Reply, ErrorObject> {
         let p: ResourceUriParams = parse_params(methods::RESOURCES_READ, params, true)?;
         let retried = p.request_state.is_some() || p.input_responses.is_some();
@@ -211,7 +210,7 @@ impl Server {
     pub(super) async fn subscribe(
         &self,
         scope: &Scope,
-        params: Option<&RawValue>,
+        params: Option<&str>,
         on: bool,
     ) -> Result<Reply, ErrorObject> {
         let method = if on {

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::dispatch::{Scope, parse_params};
@@ -436,7 +435,7 @@ impl Server {
     pub(crate) async fn listen(
         &self,
         scope: &Scope,
-        params: Option<&RawValue>,
+        params: Option<&str>,
     ) -> Result<Reply, ErrorObject> {
         let p: ListenParams = parse_params(methods::SUBSCRIPTIONS_LISTEN, params, true)?;
         let Some(sink) = scope.caller.sink.clone() else {

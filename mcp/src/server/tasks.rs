@@ -7,7 +7,6 @@ use std::time::Duration;
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -140,7 +139,7 @@ impl Server {
         &self,
         scope: &Scope,
         tool: &ToolDef,
-        params: Option<&RawValue>,
+        params: Option<&str>,
     ) -> Result<TaskPlan, ErrorObject> {
         let support = tool.task_support;
         if scope.caller.stateless.is_some() {
@@ -161,7 +160,7 @@ impl Server {
         }
         let tasks_exist = scope.version() >= ProtocolVersion::V2025_11_25;
         let task = params
-            .and_then(|raw| serde_json::from_str::<TaskField>(raw.get()).ok())
+            .and_then(|raw| serde_json::from_str::<TaskField>(raw).ok())
             .and_then(|f| f.task);
         let asked = task.as_ref().filter(|t| !t.is_null() && tasks_exist);
         match (support, asked) {
@@ -709,7 +708,7 @@ impl Server {
     pub(super) async fn tasks_get(
         &self,
         scope: &Scope,
-        params: Option<&RawValue>,
+        params: Option<&str>,
     ) -> Result<Reply, ErrorObject> {
         self.tasks_gate(scope)?;
         let p: TaskIdParams = parse_params(methods::TASKS_GET, params, true)?;
@@ -731,7 +730,7 @@ impl Server {
     pub(super) async fn tasks_update(
         &self,
         scope: &Scope,
-        params: Option<&RawValue>,
+        params: Option<&str>,
     ) -> Result<Reply, ErrorObject> {
         self.tasks_gate(scope)?;
         let p: UpdateParams = parse_params(methods::TASKS_UPDATE, params, true)?;
@@ -778,7 +777,7 @@ impl Server {
     pub(super) async fn tasks_cancel(
         &self,
         scope: &Scope,
-        params: Option<&RawValue>,
+        params: Option<&str>,
     ) -> Result<Reply, ErrorObject> {
         self.tasks_gate(scope)?;
         let p: TaskIdParams = parse_params(methods::TASKS_CANCEL, params, true)?;
@@ -836,7 +835,7 @@ impl Server {
     pub(super) async fn tasks_result(
         &self,
         scope: &Scope,
-        params: Option<&RawValue>,
+        params: Option<&str>,
     ) -> Result<Reply, ErrorObject> {
         let p: TaskIdParams = parse_params(methods::TASKS_RESULT, params, true)?;
         let (mut record, live) = self.owned_task(scope, &p.task_id).await?;
@@ -920,7 +919,7 @@ impl Server {
     pub(super) async fn tasks_list(
         &self,
         scope: &Scope,
-        params: Option<&RawValue>,
+        params: Option<&str>,
     ) -> Result<Reply, ErrorObject> {
         let p: ListParams = parse_params(methods::TASKS_LIST, params, false)?;
         let owner = self.task_owner(scope);

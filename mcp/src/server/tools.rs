@@ -23,10 +23,10 @@ use crate::elicit::mrtr::Mrtr;
 use crate::elicit::state::{ApprovalState, Binding};
 use crate::elicit::{APPROVAL_KEY, Approval, ask_approval, judge};
 use crate::protocol::methods::Method;
-use crate::protocol::{CallToolResult, ErrorObject, Meta, PaginatedParams, ProgressToken, methods};
-use crate::registry::{
-    ArgsText, ListKind, SharedParams, ToolArgs, ToolDef, ToolFacts, page_from, page_start,
+use crate::protocol::{
+    CallToolResult, ErrorObject, Meta, PaginatedParams, Params, ProgressToken, methods,
 };
+use crate::registry::{ListKind, ToolArgs, ToolDef, ToolFacts, page_from, page_start};
 use crate::server::Transport;
 
 /// How many tools a listing behind an authorizer decides at once (concurrently): a page
@@ -54,7 +54,7 @@ impl Server {
     pub(super) async fn list_tools(
         &self,
         scope: &Scope,
-        params: Option<&RawValue>,
+        params: Option<&str>,
     ) -> Result<Reply, ErrorObject> {
         let p: PaginatedParams = parse_params(methods::TOOLS_LIST, params, false)?;
         let snapshot = self.registry().snapshot();
@@ -168,8 +168,8 @@ impl Server {
     pub(super) async fn call_tool(
         &self,
         scope: &Scope,
-        params: Option<&RawValue>,
-        shared: Option<&SharedParams>,
+        params: Option<&str>,
+        shared: Option<&Params>,
     ) -> Result<Reply, ErrorObject> {
         let p: CallParams<'_> = parse_params(methods::TOOLS_CALL, params, true)?;
         let snapshot = self.registry().snapshot();
@@ -317,7 +317,7 @@ impl Server {
         };
         let token = progress_token(p.meta.as_ref());
         let args = tool.call_args(
-            p.arguments.map(|a| ArgsText::within(shared, a)),
+            p.arguments.map(|a| Params::part_of(shared, a)),
             request.take_decoded(),
         );
         // Allowed (or approved): now the layers, around the tool.

@@ -5,7 +5,6 @@ use std::time::Instant;
 
 use opentelemetry::KeyValue;
 use opentelemetry::propagation::TextMapPropagator as _;
-use serde_json::value::RawValue;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::metrics::{self, Counted, Held};
@@ -66,7 +65,7 @@ pub(crate) trait HeaderSource {
 /// What the dispatcher knows of a request when it starts.
 pub(crate) struct RequestFacts<'a> {
     pub(crate) method: &'static str,
-    pub(crate) params: Option<&'a RawValue>,
+    pub(crate) params: Option<&'a str>,
     pub(crate) id: &'a crate::protocol::RequestId,
     pub(crate) version: ProtocolVersion,
     /// `network.transport`: `pipe` for stdio, `tcp` otherwise.
@@ -81,9 +80,7 @@ impl RequestTrace {
         if !super::active() {
             return None;
         }
-        let named: Option<Named<'_>> = facts
-            .params
-            .and_then(|p| serde_json::from_str(p.get()).ok());
+        let named: Option<Named<'_>> = facts.params.and_then(|p| serde_json::from_str(p).ok());
         let (name, uri, meta) = match named {
             Some(n) => (n.name, n.uri, n.meta),
             None => (None, None, None),

@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use crate::protocol::jsonrpc::encode_error;
+use crate::protocol::jsonrpc::{Incoming, decode, decode_owned, encode_error};
 use crate::protocol::{ErrorObject, codes};
 
 /// A response whose body is an id-less JSON-RPC error, as the transports answer every
@@ -334,6 +334,17 @@ pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Bytes, Respons
     }
 }
 
+/// Decodes a body. One the transport holds alone (a large body, collected from several
+/// reads into a buffer of its own) is taken over as the messages' frame rather than
+/// copied: a 1 MiB argument is then never copied before the handler decodes it.
+pub(crate) fn decode_body(bytes: Bytes) -> Incoming {
+    if bytes.is_unique() {
+        decode_owned(Vec::from(bytes))
+    } else {
+        decode(&bytes)
+    }
+}
+
 /// Whether the request's `Content-Length` already exceeds `limit`.
 pub(crate) fn declared_too_large(headers: &HeaderMap, limit: usize) -> bool {
     headers
@@ -355,6 +366,38 @@ pub(crate) fn payload_too_large(limit: usize) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A body held alone (as a large body collected from several reads is) is not copied:
+    /// the params, and so a tool call's arguments, are read where the body lies.
+    #[test]
+    fn a_body_held_alone_is_decoded_where_it_lies() {
+        let text = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{}"}}}}}}"#,
+            "x".repeat(100_000)
+        );
+        let body = Bytes::from(text.into_bytes());
+        let lies = body.as_ptr_range();
+        let Incoming::Single(Ok(crate::protocol::Message::Request(request))) = decode_body(body)
+        else {
+            panic!("not a request");
+        };
+        let params = request.params.expect("params");
+        assert!(
+            lies.contains(&params.get().as_ptr()),
+            "the params were copied"
+        );
+
+        // A body still shared with the connection's buffer is read from a copy.
+        let body = Bytes::from(br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{}}"#.to_vec());
+        let held = body.clone();
+        let Incoming::Single(Ok(crate::protocol::Message::Request(request))) = decode_body(body)
+        else {
+            panic!("not a request");
+        };
+        let params = request.params.expect("params");
+        assert!(!held.as_ptr_range().contains(&params.get().as_ptr()));
+        assert_eq!(params.get(), "{}");
+    }
 
     fn chunked(chunks: &[&'static [u8]]) -> Body {
         let chunks: Vec<Result<Bytes, std::io::Error>> =

@@ -16,12 +16,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::table::{SseSession, SseTable};
 use crate::auth::Principal;
-use crate::protocol::jsonrpc::{Incoming, decode};
+use crate::protocol::jsonrpc::Incoming;
 use crate::protocol::{Era, Message, codes};
 use crate::server::{ConnId, Outbound, OutboundReceiver, Reply, RequestExtras, Transport};
 use crate::transport::http::app::App;
 use crate::transport::http::guard::{
-    accepts, bad_request, declared_too_large, http_headers, is_json, json_response,
+    accepts, bad_request, declared_too_large, decode_body, http_headers, is_json, json_response,
     memory_pressure, payload_too_large, read_body, rpc_error, unsupported_media_type,
 };
 use crate::transport::http::sse_body::{SseEvent, Stops, message_event, sse_response};
@@ -220,7 +220,7 @@ async fn receive(
         Ok(b) => b,
         Err(r) => return r,
     };
-    let incoming = decode(&bytes);
+    let incoming = decode_body(bytes);
     let http_headers = http_headers(&headers);
     match incoming {
         Incoming::Single(Err(e)) => json_response(

@@ -21,12 +21,12 @@ use super::request::{
 use super::session::{self, LIVE_CAPACITY, Session};
 use super::stateless;
 use crate::protocol::inbound::{EraSignals, VersionHeader};
-use crate::protocol::jsonrpc::{Incoming, decode};
+use crate::protocol::jsonrpc::Incoming;
 use crate::protocol::{Era, ErrorObject, Message, ProtocolVersion, codes, methods};
 use crate::server::{ConnId, Outbound, Reply, RequestExtras, Transport};
 use crate::transport::http::app::App;
 use crate::transport::http::guard::{
-    accepts, bad_request, declared_too_large, http_headers, is_json, json_response,
+    accepts, bad_request, declared_too_large, decode_body, http_headers, is_json, json_response,
     memory_pressure, payload_too_large, read_body, rpc_error, unsupported_media_type,
 };
 use crate::transport::http::sse_body::{Stops, sse_response};
@@ -102,7 +102,7 @@ pub(super) async fn post_handler(
         Err(r) => return r,
     };
     app.watch_shutdown();
-    let incoming = decode(&bytes);
+    let incoming = decode_body(bytes);
     if let Some(refusal) = memory_refusal(&app, &incoming) {
         return refusal;
     }

@@ -51,7 +51,7 @@ use crate::conn::HttpHeaders;
 use crate::layers::BoxFuture;
 use crate::protocol::inbound::{ParamsHead, StatelessMeta};
 use crate::protocol::jsonrpc::Incoming;
-use crate::protocol::{Era, ErrorObject, Message, Request, RequestId, codes, meta_keys};
+use crate::protocol::{Era, ErrorObject, Message, Params, Request, RequestId, codes, meta_keys};
 use crate::server::{ConnId, Outbound, Reply, RequestExtras, Transport};
 use crate::transport::http::app::App;
 use crate::transport::http::guard::{bad_request, http_headers, json_response};
@@ -98,7 +98,7 @@ fn validate(
     request: &Request,
 ) -> Result<Arc<StatelessMeta>, Refusal> {
     let bad = |e| Refusal(StatusCode::BAD_REQUEST, e);
-    let head = ParamsHead::parse(request.params.as_deref()).map_err(bad)?;
+    let head = ParamsHead::parse(request.params.as_ref().map(Params::get)).map_err(bad)?;
     let declared = head
         .meta
         .as_ref()

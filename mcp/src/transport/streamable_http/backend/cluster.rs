@@ -679,7 +679,7 @@ pub(crate) fn calls_of(requests: &[Message]) -> Vec<StreamCall> {
                 tool: (r.method == methods::TOOLS_CALL)
                     .then(|| {
                         r.params
-                            .as_deref()
+                            .as_ref()
                             .and_then(|p| serde_json::from_str::<Name>(p.get()).ok())
                             .map(|n| n.name)
                     })

@@ -1,0 +1,195 @@
+//! A message's params: JSON text shared with the frame it arrived in.
+//!
+//! A request's params used to be copied out of the frame into a buffer of their own, then
+//! shared with everything the request hands on (a tool call's arguments are a slice of
+//! them). Sharing the frame instead spares that copy: one allocation less per request, and
+//! for a 1 MiB argument over HTTP a megabyte less to allocate, fault in and copy, since the
+//! body the transport read is kept as it is.
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
+
+/// The params of a request or a notification, as the client sent them: JSON text, an
+/// object or an array (or a part of them, such as a call's arguments). Cloning shares the
+/// text.
+///
+/// ```
+/// use mcp::protocol::jsonrpc::{Incoming, Message, decode};
+///
+/// let Incoming::Single(Ok(Message::Request(request))) =
+///     decode(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#)
+/// else {
+///     unreachable!()
+/// };
+/// assert_eq!(request.params.unwrap().get(), r#"{"name":"echo"}"#);
+/// ```
+#[derive(Clone)]
+pub struct Params {
+    frame: Frame,
+    /// Where the params are in the frame's text; `None` when they are all of it (params
+    /// copied out of a frame, the common case, are read without slicing).
+    range: Option<Range<usize>>,
+}
+
+/// The text a [`Params`] lies in.
+#[derive(Clone)]
+pub(crate) enum Frame {
+    /// A copy of the params alone.
+    Copied(Arc<str>),
+    /// A body taken over as it was read, not copied (a large HTTP body).
+    Kept(Arc<String>),
+}
+
+impl Frame {
+    fn text(&self) -> &str {
+        match self {
+            Frame::Copied(text) => text,
+            Frame::Kept(text) => text,
+        }
+    }
+}
+
+impl Params {
+    /// `part`, which was read out of `text` (which starts at `base` in `frame`'s text), as
+    /// a slice of the frame; a copy of its own when it does not lie in `text`.
+    pub(crate) fn within(frame: &Frame, text: &str, base: usize, part: &RawValue) -> Self {
+        let part = part.get();
+        let offset = (part.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+        // A `str` that lies inside `text` is a slice of it, and starts and ends on its
+        // character boundaries (no string starts or ends inside a character).
+        if offset <= text.len() && part.len() <= text.len() - offset {
+            let start = base + offset;
+            Params {
+                frame: frame.clone(),
+                range: Some(start..start + part.len()),
+            }
+        } else {
+            Self::copied(part)
+        }
+    }
+
+    /// `part`, read out of `params` (a call's arguments out of its params), as a slice of
+    /// their frame: a 1 MiB argument is not copied again on its way to the handler. A copy
+    /// when it is not in them, or there are none to share.
+    pub(crate) fn part_of(params: Option<&Params>, part: &RawValue) -> Self {
+        match params {
+            Some(params) => {
+                let base = params.range.as_ref().map_or(0, |range| range.start);
+                Params::within(&params.frame, params.get(), base, part)
+            }
+            None => Params::from(part),
+        }
+    }
+
+    /// A copy of `text`, which must be JSON.
+    fn copied(text: &str) -> Self {
+        Params {
+            frame: Frame::Copied(Arc::from(text)),
+            range: None,
+        }
+    }
+
+    /// The params' JSON text.
+    pub fn get(&self) -> &str {
+        let text = self.frame.text();
+        match &self.range {
+            None => text,
+            // The range was cut from this very text, on character boundaries.
+            Some(range) => text.get(range.clone()).unwrap_or("null"),
+        }
+    }
+}
+
+impl From<Box<RawValue>> for Params {
+    fn from(raw: Box<RawValue>) -> Self {
+        Params::copied(raw.get())
+    }
+}
+
+impl From<&RawValue> for Params {
+    fn from(raw: &RawValue) -> Self {
+        Params::copied(raw.get())
+    }
+}
+
+impl fmt::Debug for Params {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Params").field(&self.get()).finish()
+    }
+}
+
+impl PartialEq for Params {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+/// Written as the JSON it is, not as a string.
+impl Serialize for Params {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match serde_json::from_str::<&RawValue>(self.get()) {
+            Ok(raw) => raw.serialize(serializer),
+            Err(e) => Err(serde::ser::Error::custom(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize)]
+    struct Env<'a> {
+        #[serde(borrow)]
+        params: &'a RawValue,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Call<'a> {
+        #[serde(borrow)]
+        arguments: &'a RawValue,
+    }
+
+    fn shares(params: &Params, frame: &Arc<str>) -> bool {
+        matches!(&params.frame, Frame::Copied(text) if Arc::ptr_eq(text, frame))
+    }
+
+    #[test]
+    fn params_and_the_arguments_read_out_of_them_share_the_frame() {
+        let text: Arc<str> = Arc::from(r#" {"params":{"name":"t","arguments":{"text":"héllo"}}}"#);
+        let frame = Frame::Copied(Arc::clone(&text));
+        let trimmed = &text[1..];
+        let env: Env<'_> = serde_json::from_str(trimmed).unwrap();
+        let params = Params::within(&frame, trimmed, 1, env.params);
+        assert_eq!(params.get(), r#"{"name":"t","arguments":{"text":"héllo"}}"#);
+        assert!(shares(&params, &text));
+
+        let call: Call<'_> = serde_json::from_str(params.get()).unwrap();
+        let arguments = Params::part_of(Some(&params), call.arguments);
+        assert_eq!(arguments.get(), r#"{"text":"héllo"}"#);
+        assert!(shares(&arguments, &text), "the call keeps the frame alive");
+        assert_eq!(Arc::strong_count(&text), 4);
+    }
+
+    #[test]
+    fn text_from_elsewhere_is_copied() {
+        let text: Arc<str> = Arc::from("{}");
+        let frame = Frame::Copied(Arc::clone(&text));
+        let other = RawValue::from_string(r#"[1,2]"#.to_owned()).unwrap();
+        let params = Params::within(&frame, "{}", 0, &other);
+        assert!(!shares(&params, &text));
+        assert_eq!(params.get(), "[1,2]");
+        assert_eq!(serde_json::to_string(&params).unwrap(), "[1,2]");
+        assert_eq!(params, Params::from(other));
+        let alone = Params::part_of(None, &RawValue::from_string("{}".to_owned()).unwrap());
+        assert_eq!(alone.get(), "{}");
+        let elsewhere = RawValue::from_string(r#"{"x":1}"#.to_owned()).unwrap();
+        let copied = Params::part_of(Some(&params), &elsewhere);
+        assert!(!shares(&copied, &text));
+        assert_eq!(copied.get(), r#"{"x":1}"#);
+    }
+}
