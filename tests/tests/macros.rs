@@ -352,6 +352,47 @@ async fn ctx_logs_at_the_chosen_level_and_reports_progress() {
     assert_eq!(progress, vec![1.0, 2.0]);
 }
 
+/// A progress token is a string or an integer; a call whose `_meta` carries anything else
+/// there runs as a call without one (no progress), and the rest of `_meta` is not read.
+#[tokio::test]
+async fn a_progress_token_of_another_type_is_ignored_and_an_integer_one_is_kept() {
+    let mut c = client().await;
+    let progress_of = |seen: &[Value]| -> Vec<Value> {
+        seen.iter()
+            .filter(|m| m["method"] == "notifications/progress")
+            .map(|m| m["params"]["progressToken"].clone())
+            .collect()
+    };
+    for token in [
+        json!({"not": "a token"}),
+        json!(true),
+        json!(1.5),
+        json!(null),
+    ] {
+        let r = c
+            .request(
+                "tools/call",
+                json!({"name": "count", "arguments": {"from": 0, "to": 2},
+                       "_meta": {"progressToken": token, "other": {"deep": [1, 2]}}}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r["content"][0]["text"], "counted 2", "{token}");
+        let seen = c.drain(std::time::Duration::from_millis(50)).await;
+        assert!(progress_of(&seen).is_empty(), "{token}: {seen:?}");
+    }
+    let r = c
+        .request(
+            "tools/call",
+            json!({"name": "count", "arguments": {"from": 0, "to": 2}, "_meta": {"progressToken": 7}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["content"][0]["text"], "counted 2");
+    let seen = c.drain(std::time::Duration::from_millis(50)).await;
+    assert_eq!(progress_of(&seen), vec![json!(7), json!(7)]);
+}
+
 #[tokio::test]
 async fn ctx_reads_other_resources_and_elicits_typed_answers() {
     let mut c = client().await;

@@ -22,7 +22,7 @@ use crate::protocol::inbound::StatelessMeta;
 use crate::protocol::jsonrpc::strip_position;
 use crate::protocol::methods::{Capability, Method};
 use crate::protocol::{
-    CancelledParams, Era, ErrorObject, Message, Meta, Notification, Params, ProgressToken,
+    CancelledParams, Era, ErrorObject, Message, Notification, Params, ProgressToken,
     ProtocolVersion, Request, RequestId, methods,
 };
 
@@ -671,10 +671,4 @@ pub(crate) fn parse_params<'a, T: Deserialize<'a>>(
             strip_position(&e)
         ))
     })
-}
-
-/// The progress token in a request's `_meta`, if any.
-pub(crate) fn progress_token(meta: Option<&Meta>) -> Option<ProgressToken> {
-    let token = meta?.get("progressToken")?;
-    serde_json::from_value(token.clone()).ok()
 }

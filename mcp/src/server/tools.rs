@@ -11,7 +11,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::compat;
-use super::dispatch::{Failure, Outcome, Scope, parse_params, progress_token, run_handler};
+use super::dispatch::{Failure, Outcome, Scope, parse_params, run_handler};
 use super::tasks::{TaskPlan, TaskStarted};
 use super::{Reply, Server};
 use crate::auth::{
@@ -42,12 +42,29 @@ struct CallParams<'a> {
     name: Cow<'a, str>,
     #[serde(default, borrow)]
     arguments: Option<&'a RawValue>,
-    #[serde(rename = "_meta", default)]
-    meta: Option<Meta>,
+    #[serde(rename = "_meta", default, borrow)]
+    meta: Option<CallMeta<'a>>,
     #[serde(default)]
     input_responses: Option<Meta>,
     #[serde(default)]
     request_state: Option<String>,
+}
+
+/// What a call reads of its `_meta` here: the progress token, left raw. The rest (on
+/// 2026-07-28, the client's capabilities and info) is read where it is used, not parsed
+/// into a map a second time.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CallMeta<'a> {
+    #[serde(default, borrow)]
+    progress_token: Option<&'a RawValue>,
+}
+
+impl CallMeta<'_> {
+    /// The progress token, when it is one (a token of another type is ignored, as before).
+    fn progress_token(&self) -> Option<ProgressToken> {
+        serde_json::from_str(self.progress_token?.get()).ok()
+    }
 }
 
 impl Server {
@@ -315,7 +332,7 @@ impl Server {
                 p.name
             )));
         };
-        let token = progress_token(p.meta.as_ref());
+        let token = p.meta.as_ref().and_then(CallMeta::progress_token);
         let args = tool.call_args(
             p.arguments.map(|a| Params::part_of(shared, a)),
             request.take_decoded(),
