@@ -1,6 +1,9 @@
 //! Any byte string as one frame (an HTTP body), handled by a connection in each era: with
 //! no era decided, forced to the handshake era, forced to 2026-07-28, and on a connection
 //! that negotiated 2025-03-26 (batches) with every client capability (so calls can park).
+//! The two forced eras decode the frame as the HTTP transports decode a body they hold
+//! alone (taken over, its params and a call's arguments slices of it: `decode_owned`), the
+//! other two as a lent frame whose params are copied (`decode`, stdio's path).
 //! A request still running after a while is abandoned the way a vanished HTTP client
 //! abandons it. Replies must be valid JSON-RPC to ids the client sent, and nothing may be
 //! left behind once the connection is dropped.
@@ -12,7 +15,7 @@ use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
 use mcp::protocol::Era;
-use mcp::protocol::jsonrpc::{Incoming, decode};
+use mcp::protocol::jsonrpc::{Incoming, decode, decode_owned};
 use mcp::server::{Outbound, RequestExtras};
 use mcp::{ConnId, Transport};
 use mcp_fuzz::{check_output, check_released, ids_in, runtime, server};
@@ -40,7 +43,11 @@ fuzz_target!(|data: &[u8]| {
                 conn.handle(init).await.expect("initialize answers");
             }
             let handled = async {
-                match (variant, decode(data)) {
+                let incoming = match variant {
+                    1 | 2 => decode_owned(data.to_vec()),
+                    _ => decode(data),
+                };
+                match (variant, incoming) {
                     (1 | 2, Incoming::Single(Ok(message))) => {
                         let era = if variant == 1 {
                             Era::Handshake
