@@ -561,12 +561,8 @@ pub fn decode_owned(frame: Vec<u8>) -> Incoming {
         Ok(text) => Arc::new(text),
         Err(e) => return Incoming::Single(Err(not_utf8(e.utf8_error()))),
     };
-    let trimmed = trim_json_whitespace(text.as_bytes());
-    let base = (trimmed.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
-    // Whitespace is ASCII: the trimmed frame starts and ends on character boundaries.
-    let Some(trimmed) = text.get(base..base + trimmed.len()) else {
-        return decode(text.as_bytes());
-    };
+    let trimmed = text.trim_matches(|c: char| c.is_ascii() && is_json_whitespace(&(c as u8)));
+    let base = trimmed.as_ptr() as usize - text.as_ptr() as usize;
     decode_in(&Source {
         text: trimmed,
         kept: Some((Frame::Kept(Arc::clone(&text)), base)),
