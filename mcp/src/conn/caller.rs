@@ -115,7 +115,12 @@ impl AuthContext {
 /// in the order they came. Present on the HTTP transports only.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HttpHeaders {
-    entries: Vec<(String, String)>,
+    /// Every name and value, back to back: one allocation for all of them, since every HTTP
+    /// request copies its headers here whether or not anything reads them.
+    text: String,
+    /// Where each header's name and value end in `text`; each name starts where the value
+    /// before it ended.
+    ends: Vec<(usize, usize)>,
 }
 
 #[cfg(feature = "otel")]
@@ -128,24 +133,77 @@ impl crate::telemetry::HeaderSource for HttpHeaders {
 impl HttpHeaders {
     /// Headers from name/value pairs (names are lower-cased).
     pub fn new(entries: impl IntoIterator<Item = (String, String)>) -> Self {
-        HttpHeaders {
-            entries: entries
-                .into_iter()
-                .map(|(n, v)| (n.to_ascii_lowercase(), v))
-                .collect(),
+        let mut headers = HttpHeaders::default();
+        for (name, value) in entries {
+            headers.push(&name, &value);
         }
+        headers
+    }
+
+    /// Room for `count` headers of `bytes` bytes of names and values in all.
+    pub(crate) fn with_capacity(count: usize, bytes: usize) -> Self {
+        HttpHeaders {
+            text: String::with_capacity(bytes),
+            ends: Vec::with_capacity(count),
+        }
+    }
+
+    /// Appends a header (its name lower-cased).
+    pub(crate) fn push(&mut self, name: &str, value: &str) {
+        let start = self.text.len();
+        self.text.push_str(name);
+        self.text[start..].make_ascii_lowercase();
+        let name_end = self.text.len();
+        self.text.push_str(value);
+        self.ends.push((name_end, self.text.len()));
     }
 
     /// The first value of header `name` (any case).
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.entries
-            .iter()
+        self.iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v)
     }
 
     /// Every header, in order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.entries.iter().map(|(n, v)| (n.as_str(), v.as_str()))
+        let mut start = 0;
+        self.ends.iter().map(move |&(name_end, value_end)| {
+            let header = (&self.text[start..name_end], &self.text[name_end..value_end]);
+            start = value_end;
+            header
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HttpHeaders;
+
+    #[test]
+    fn headers_keep_their_order_and_values_with_names_lower_cased() {
+        let headers = HttpHeaders::new([
+            ("Host".to_owned(), "example.com".to_owned()),
+            ("X-Empty".to_owned(), String::new()),
+            ("x-twice".to_owned(), "first".to_owned()),
+            ("X-TWICE".to_owned(), "second".to_owned()),
+            ("x-text".to_owned(), "café, naïve".to_owned()),
+        ]);
+        assert_eq!(
+            headers.iter().collect::<Vec<_>>(),
+            [
+                ("host", "example.com"),
+                ("x-empty", ""),
+                ("x-twice", "first"),
+                ("x-twice", "second"),
+                ("x-text", "café, naïve"),
+            ]
+        );
+        assert_eq!(headers.get("HOST"), Some("example.com"));
+        assert_eq!(headers.get("x-empty"), Some(""));
+        assert_eq!(headers.get("X-Twice"), Some("first"));
+        assert_eq!(headers.get("x-text"), Some("café, naïve"));
+        assert_eq!(headers.get("x-missing"), None);
+        assert_eq!(HttpHeaders::default().iter().count(), 0);
     }
 }

@@ -108,12 +108,13 @@ impl EraSignals {
 }
 
 /// Whether params declare a protocol version in `_meta`: the mark of a 2026-07-28 request.
-/// Handshake-era traffic pays a substring search; only a hit is parsed.
+/// Handshake-era traffic pays a substring search; only a hit is parsed, and then only
+/// `_meta`'s keys are looked at (nothing is built: its values are skipped).
 fn declares_version(params: Option<&str>) -> bool {
     #[derive(Deserialize)]
     struct OnlyMeta {
         #[serde(rename = "_meta", default)]
-        meta: Option<Meta>,
+        meta: Option<VersionProbe>,
     }
     let Some(raw) = params else { return false };
     if !raw.contains(meta_keys::PROTOCOL_VERSION) {
@@ -122,7 +123,59 @@ fn declares_version(params: Option<&str>) -> bool {
     serde_json::from_str::<OnlyMeta>(raw)
         .ok()
         .and_then(|p| p.meta)
-        .is_some_and(|m| m.contains_key(meta_keys::PROTOCOL_VERSION))
+        .is_some_and(|VersionProbe(found)| found)
+}
+
+/// Whether a `_meta` object has the protocol version among its keys.
+struct VersionProbe(bool);
+
+impl<'de> Deserialize<'de> for VersionProbe {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Keys;
+        impl<'de> serde::de::Visitor<'de> for Keys {
+            type Value = VersionProbe;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<VersionProbe, A::Error> {
+                let mut found = false;
+                while let Some(is_version) = map.next_key_seed(IsVersion)? {
+                    found |= is_version;
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+                Ok(VersionProbe(found))
+            }
+        }
+        d.deserialize_map(Keys)
+    }
+}
+
+/// Reads a key as whether it is the protocol version's, without keeping it.
+struct IsVersion;
+
+impl<'de> serde::de::DeserializeSeed<'de> for IsVersion {
+    type Value = bool;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for IsVersion {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<bool, E> {
+        Ok(key == meta_keys::PROTOCOL_VERSION)
+    }
 }
 
 /// A W3C trace context a client passed in `_meta` (`traceparent`, `tracestate`).
@@ -307,6 +360,47 @@ mod tests {
         assert_eq!(signals(false, false, true, Handshake), Some(Era::Stateless));
         assert_eq!(signals(false, true, false, Absent), Some(Era::Stateless));
         assert_eq!(signals(false, false, false, Absent), None);
+    }
+
+    /// Only a protocol version among `_meta`'s own keys marks a 2026-07-28 request, as
+    /// when `_meta` was read into a map, whatever its value.
+    #[test]
+    fn only_a_version_in_meta_declares_one() {
+        let v = meta_keys::PROTOCOL_VERSION;
+        for (params, declares) in [
+            (format!(r#"{{"_meta":{{"{v}":"2026-07-28"}}}}"#), true),
+            (
+                format!(
+                    r#"{{"name":"x","arguments":{{"a":[1,{{"b":null}}]}},"_meta":{{"x":{{"y":[true,"\u0041"]}},"{v}":null,"z":2}}}}"#
+                ),
+                true,
+            ),
+            (
+                format!(
+                    r#"{{"_meta":{{"{}":"2026-07-28"}}}}"#,
+                    v.replace('/', "\\/")
+                ),
+                // Found by the substring search only as written plainly.
+                false,
+            ),
+            (format!(r#"{{"arguments":{{"{v}":"2026-07-28"}}}}"#), false),
+            (
+                format!(r#"{{"_meta":{{"x":{{"{v}":"2026-07-28"}}}}}}"#),
+                false,
+            ),
+            (format!(r#"{{"_meta":["{v}"]}}"#), false),
+            (format!(r#"{{"_meta":"{v}"}}"#), false),
+            (format!(r#"{{"_meta":null,"x":"{v}"}}"#), false),
+            (format!(r#"["{v}"]"#), false),
+            (
+                format!(r#"{{"_meta":{{"{v}":1}},"_meta":{{"{v}":1}}}}"#),
+                false,
+            ),
+            (format!(r#"{{"_meta":{{"{v}":1,}}}}"#), false),
+        ] {
+            assert_eq!(declares_version(Some(&params)), declares, "{params}");
+        }
+        assert!(!declares_version(None));
     }
 
     #[test]

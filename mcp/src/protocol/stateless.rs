@@ -66,7 +66,7 @@ impl RequestMeta {
             }
         };
         let capabilities = match meta.get(meta_keys::CLIENT_CAPABILITIES) {
-            Some(v @ Value::Object(_)) => serde_json::from_value(v.clone()).map_err(|e| {
+            Some(v @ Value::Object(_)) => ClientCapabilities::deserialize(v).map_err(|e| {
                 MetaError::Invalid(format!(
                     "_meta[\"{}\"] is malformed: {e}",
                     meta_keys::CLIENT_CAPABILITIES
@@ -87,7 +87,7 @@ impl RequestMeta {
         };
         let client_info = meta
             .get(meta_keys::CLIENT_INFO)
-            .and_then(|v| serde_json::from_value(v.clone()).ok());
+            .and_then(|v| Implementation::deserialize(v).ok());
         let log_level = match meta.get(meta_keys::LOG_LEVEL) {
             None => None,
             Some(Value::String(l)) => Some(l.parse::<LoggingLevel>().map_err(MetaError::Invalid)?),

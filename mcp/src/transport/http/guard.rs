@@ -287,14 +287,18 @@ pub(crate) fn accepts(headers: &HeaderMap, mime: &str) -> bool {
 ///
 /// [`Ctx::http_headers`]: crate::Ctx::http_headers
 pub(crate) fn http_headers(headers: &HeaderMap) -> Arc<crate::conn::HttpHeaders> {
-    Arc::new(crate::conn::HttpHeaders::new(
+    let kept = || {
         headers
             .iter()
             .filter(|(name, _)| *name != header::AUTHORIZATION && *name != header::COOKIE)
-            .filter_map(|(name, value)| {
-                Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
-            }),
-    ))
+            .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)))
+    };
+    let bytes = kept().map(|(n, v)| n.len() + v.len()).sum();
+    let mut copy = crate::conn::HttpHeaders::with_capacity(headers.len(), bytes);
+    for (name, value) in kept() {
+        copy.push(name, value);
+    }
+    Arc::new(copy)
 }
 
 /// Whether the request body is declared as JSON (`application/json`, any parameters).
@@ -366,6 +370,35 @@ pub(crate) fn payload_too_large(limit: usize) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Handlers see every header as it came but the credentials the server consumed, and
+    /// no value that is not text.
+    #[test]
+    fn handlers_see_the_headers_but_the_credentials() {
+        let mut map = HeaderMap::new();
+        map.insert(header::HOST, "localhost:8080".parse().unwrap());
+        map.insert(header::AUTHORIZATION, "Bearer secret".parse().unwrap());
+        map.append("x-trace", "one".parse().unwrap());
+        map.append("x-trace", "two".parse().unwrap());
+        map.insert(header::COOKIE, "session=secret".parse().unwrap());
+        map.insert(
+            "x-binary",
+            header::HeaderValue::from_bytes(b"caf\xe9").unwrap(),
+        );
+        map.insert("mcp-method", "tools/call".parse().unwrap());
+        let seen = http_headers(&map);
+        assert_eq!(
+            seen.iter().collect::<Vec<_>>(),
+            [
+                ("host", "localhost:8080"),
+                ("x-trace", "one"),
+                ("x-trace", "two"),
+                ("mcp-method", "tools/call"),
+            ]
+        );
+        assert_eq!(seen.get("Mcp-Method"), Some("tools/call"));
+        assert_eq!(seen.get("authorization"), None);
+    }
 
     /// A body held alone (as a large body collected from several reads is) is not copied:
     /// the params, and so a tool call's arguments, are read where the body lies.
