@@ -141,6 +141,7 @@ impl HttpHeaders {
     }
 
     /// Room for `count` headers of `bytes` bytes of names and values in all.
+    #[cfg(feature = "http")]
     pub(crate) fn with_capacity(count: usize, bytes: usize) -> Self {
         HttpHeaders {
             text: String::with_capacity(bytes),
