@@ -231,7 +231,9 @@ async fn receive(
             // Requests run on their own task; the response goes to the session's stream.
             tokio::spawn(async move {
                 let closed = session.closed.clone();
-                let work = session.conn.handle_with(
+                // Boxed, so that this task's future stays small: tokio moves it several
+                // times as it spawns and finishes it (see `streamable_http::stateless`).
+                let work = Box::pin(session.conn.handle_with(
                     message,
                     RequestExtras {
                         sink: None,
@@ -240,7 +242,7 @@ async fn receive(
                         meta: None,
                         headers: Some(http_headers),
                     },
-                );
+                ));
                 tokio::select! {
                     reply = work => {
                         if let Some(reply) = reply {
