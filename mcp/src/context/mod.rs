@@ -46,7 +46,7 @@ pub struct Ctx {
 
 struct CtxInner {
     host: Arc<dyn Host>,
-    caller: Caller,
+    caller: Arc<Caller>,
     request_id: Option<RequestId>,
     progress_token: Option<ProgressToken>,
     last_progress: Mutex<Option<f64>>,
@@ -417,7 +417,7 @@ impl ClientCapability {
 impl Ctx {
     pub(crate) fn new(
         host: Arc<dyn Host>,
-        caller: Caller,
+        caller: Arc<Caller>,
         request_id: Option<RequestId>,
         progress_token: Option<ProgressToken>,
         mrtr: Option<Arc<Mrtr>>,
@@ -836,7 +836,7 @@ impl Ctx {
         self.inner.host.read_resource(self, uri).await
     }
 
-    pub(crate) fn caller(&self) -> &Caller {
+    pub(crate) fn caller(&self) -> &Arc<Caller> {
         &self.inner.caller
     }
 

@@ -28,7 +28,9 @@ use crate::protocol::{
 
 /// One request being served: who asked and under which id.
 pub(crate) struct Scope {
-    pub(crate) caller: Caller,
+    /// Shared with every `Ctx` of the request: a clone is one reference count, not one
+    /// per field (the cancellation token's takes a lock).
+    pub(crate) caller: Arc<Caller>,
     pub(crate) id: RequestId,
 }
 
@@ -47,7 +49,7 @@ impl Scope {
             None => conn.version().unwrap_or(ProtocolVersion::LATEST_HANDSHAKE),
         };
         Scope {
-            caller: Caller {
+            caller: Arc::new(Caller {
                 conn: Arc::clone(conn),
                 sink: extras.sink,
                 cancel,
@@ -56,7 +58,7 @@ impl Scope {
                 version,
                 stateless,
                 headers: extras.headers,
-            },
+            }),
             id,
         }
     }
@@ -69,7 +71,7 @@ impl Scope {
     ) -> Ctx {
         Ctx::new(
             server.host(),
-            self.caller.clone(),
+            Arc::clone(&self.caller),
             Some(self.id.clone()),
             progress_token,
             mrtr,

@@ -158,7 +158,7 @@ impl Server {
     /// its way in); the contents and the resource's own cache TTL.
     async fn read_core(
         &self,
-        caller: &Caller,
+        caller: &Arc<Caller>,
         request_id: Option<RequestId>,
         uri: &str,
         mrtr: Option<Arc<Mrtr>>,
@@ -186,7 +186,13 @@ impl Server {
                 "server_busy: too many requests are running; try again shortly",
             ));
         };
-        let ctx = Ctx::new(self.host(), caller.clone(), request_id, None, mrtr.clone());
+        let ctx = Ctx::new(
+            self.host(),
+            Arc::clone(caller),
+            request_id,
+            None,
+            mrtr.clone(),
+        );
         let request = ResourceRequest {
             uri: uri.to_owned(),
             vars,

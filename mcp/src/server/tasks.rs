@@ -221,7 +221,7 @@ impl Server {
         // The handler's own cancellation: the request's until the call becomes a task,
         // then the task's (closing the stream that created a task does not stop it).
         let stop = CancellationToken::new();
-        let mut caller = scope.caller.clone();
+        let mut caller = crate::context::Caller::clone(&scope.caller);
         caller.cancel = stop.clone();
         let owner = self.task_owner(scope);
         match plan {
@@ -232,7 +232,13 @@ impl Server {
                     .await
                     .map_err(TaskStarted::Refused)?;
                 caller.sink = Some(self.task_channel(&live, &scope.caller));
-                let ctx = Ctx::new(self.host(), caller, Some(scope.id.clone()), token, None);
+                let ctx = Ctx::new(
+                    self.host(),
+                    Arc::new(caller),
+                    Some(scope.id.clone()),
+                    token,
+                    None,
+                );
                 ctx.attach_task(Arc::clone(&live));
                 let fut = Self::task_future(tool, ctx, args);
                 drop(permit);
@@ -243,7 +249,7 @@ impl Server {
             Tasked::Escalate { after, required } => {
                 let ctx = Ctx::new(
                     self.host(),
-                    caller,
+                    Arc::new(caller),
                     Some(scope.id.clone()),
                     token,
                     mrtr.cloned(),
