@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::dispatch::{Failure, Scope, parse_params};
 use super::stateless::decorate;
 use super::{Reply, Server};
-use crate::context::Ctx;
+use crate::context::{Caller, Ctx};
 use crate::elicit::mrtr::Mrtr;
 use crate::protocol::{
     CallToolResult, ErrorObject, Meta, ProgressToken, ProtocolVersion, meta_keys, methods,
@@ -221,7 +221,7 @@ impl Server {
         // The handler's own cancellation: the request's until the call becomes a task,
         // then the task's (closing the stream that created a task does not stop it).
         let stop = CancellationToken::new();
-        let mut caller = crate::context::Caller::clone(&scope.caller);
+        let mut caller = Caller::clone(&scope.caller);
         caller.cancel = stop.clone();
         let owner = self.task_owner(scope);
         match plan {
@@ -437,7 +437,7 @@ impl Server {
 
     /// Where a 2025-11-25 task's own messages go: tagged with the task, onto the stream of
     /// a `tasks/result` waiting on it, else onto the connection's own channel.
-    fn task_channel(&self, live: &Arc<LiveTask>, caller: &crate::context::Caller) -> Outbound {
+    fn task_channel(&self, live: &Arc<LiveTask>, caller: &Caller) -> Outbound {
         let (sink, mut rx) = Outbound::channel(self.config().outbound_capacity);
         let live = Arc::clone(live);
         let conn = Arc::clone(&caller.conn);
