@@ -1,5 +1,11 @@
 //! Small shared helpers.
 
+mod outlined;
+
+pub(crate) use outlined::Outlined;
+#[cfg(feature = "http")]
+pub(crate) use outlined::spawn;
+
 use base64::Engine as _;
 
 /// `n` bytes from the operating system's CSPRNG, as unpadded URL-safe base64: unguessable

@@ -270,34 +270,39 @@ fn run(setup: Setup, plan: Plan) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("could not start the async runtime: {e}"))?;
-    runtime.block_on(async move {
-        let cluster = match plan.redis {
-            Some((url, prefix)) => Some(join_cluster(&url, &prefix).await?),
-            None => None,
-        };
-        let (server, net) = setup.build(plan.state_key, cluster.clone())?;
-        #[cfg(feature = "otel")]
-        let telemetry = otel::start(server.name(), plan.metrics).await?;
-        // Start-up hooks (and state made at start-up) run before anything is accepted;
-        // their error stops the boot. Shutdown hooks run once serving has ended, however it
-        // ended.
-        server.start().await?;
-        if let Some((limit, high)) = server.admission().marks() {
-            tracing::info!(target: "mcp::pressure", limit_mib = limit >> 20, high_water_mib = high >> 20, "new work is refused from {} MiB of the {} MiB memory limit", high >> 20, limit >> 20);
-        }
-        let served = serve(server.clone(), plan.transport, net, plan.addr).await;
-        server.finish().await;
-        if let Some(cluster) = cluster {
-            cluster.leave().await;
-        }
-        #[cfg(feature = "otel")]
-        if let Some((telemetry, scrape)) = telemetry {
-            scrape.cancel();
-            // The flush blocks on the exporters: off the runtime's threads.
-            let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
-        }
-        served
-    })
+    // Behind a pointer: tokio's `block_on` is instantiated once per scheduler, and each
+    // copy would otherwise inline the whole serving future (~30 KiB of code apiece).
+    let serving: std::pin::Pin<Box<dyn Future<Output = Result<(), String>>>> = Box::pin(
+        async move {
+            let cluster = match plan.redis {
+                Some((url, prefix)) => Some(join_cluster(&url, &prefix).await?),
+                None => None,
+            };
+            let (server, net) = setup.build(plan.state_key, cluster.clone())?;
+            #[cfg(feature = "otel")]
+            let telemetry = otel::start(server.name(), plan.metrics).await?;
+            // Start-up hooks (and state made at start-up) run before anything is accepted;
+            // their error stops the boot. Shutdown hooks run once serving has ended, however it
+            // ended.
+            server.start().await?;
+            if let Some((limit, high)) = server.admission().marks() {
+                tracing::info!(target: "mcp::pressure", limit_mib = limit >> 20, high_water_mib = high >> 20, "new work is refused from {} MiB of the {} MiB memory limit", high >> 20, limit >> 20);
+            }
+            let served = serve(server.clone(), plan.transport, net, plan.addr).await;
+            server.finish().await;
+            if let Some(cluster) = cluster {
+                cluster.leave().await;
+            }
+            #[cfg(feature = "otel")]
+            if let Some((telemetry, scrape)) = telemetry {
+                scrape.cancel();
+                // The flush blocks on the exporters: off the runtime's threads.
+                let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+            }
+            served
+        },
+    );
+    runtime.block_on(serving)
 }
 
 #[cfg(all(feature = "cli", feature = "http"))]

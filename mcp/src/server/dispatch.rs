@@ -127,7 +127,9 @@ impl Server {
         extras: RequestExtras,
     ) -> Option<Reply> {
         match message {
-            Message::Request(request) => self.request(conn, request, extras).await,
+            Message::Request(request) => {
+                crate::util::Outlined::new(self.request(conn, request, extras)).await
+            }
             Message::Notification(n) => {
                 self.notification(conn, n);
                 None
@@ -242,7 +244,11 @@ impl Server {
                 .as_deref()
                 .map(|h| h as &dyn crate::telemetry::HeaderSource),
         });
-        let mut route = std::pin::pin!(self.route(&scope, spec.method, params));
+        let mut route = std::pin::pin!(crate::util::Outlined::new(self.route(
+            &scope,
+            spec.method,
+            params
+        )));
         // Polled inside the request's span, when there is one; the future is not moved.
         #[cfg(feature = "otel")]
         let span = traced.as_ref().map(|t| t.span().clone());

@@ -505,7 +505,7 @@ impl Server {
         };
         #[cfg(feature = "otel")]
         let run = tracing::Instrument::instrument(run, span);
-        tracker.spawn(run);
+        tracker.spawn(crate::util::Outlined::new(run));
     }
 
     /// Writes a task's end: a result is `completed` (on 2025-11-25 an `isError` one is

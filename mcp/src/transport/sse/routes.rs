@@ -122,7 +122,7 @@ async fn open_stream(
         }
         .encode(),
     );
-    tokio::spawn(forward(
+    crate::util::spawn(forward(
         out_rx,
         tx,
         session.closed.clone(),

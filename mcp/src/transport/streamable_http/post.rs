@@ -335,7 +335,7 @@ async fn answer_post(
         .stream_log(session, live_tx, priming, &requests);
     let capacity = app.server.config().outbound_capacity;
     let running = Arc::clone(session);
-    tokio::spawn(async move {
+    crate::util::spawn(async move {
         let _busy = running.busy();
         let (sink, rx) = Outbound::channel(capacity);
         let work = futures::future::join_all(requests.into_iter().map(|m| {

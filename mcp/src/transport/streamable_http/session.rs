@@ -622,7 +622,7 @@ impl SessionTable {
             max_responses: self.max_responses,
             backend: Arc::clone(&self.backend),
         });
-        tokio::spawn(pump(Arc::clone(&session), rx));
+        crate::util::spawn(pump(Arc::clone(&session), rx));
         map.insert(id, Arc::clone(&session));
         tracing::debug!(target: "mcp::http", conn_id = %session.conn.id(), "session created");
         Ok(session)

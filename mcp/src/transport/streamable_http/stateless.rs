@@ -182,7 +182,7 @@ async fn run(
     let id = request.id.clone();
     let (answer_tx, answer_rx) = oneshot::channel();
     let (live_tx, live_rx) = mpsc::channel(LIVE_CAPACITY);
-    let task = tokio::spawn(exchange(
+    let task = crate::util::spawn(exchange(
         app.server.clone(),
         request,
         RequestExtras {

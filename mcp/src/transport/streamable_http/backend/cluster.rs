@@ -1081,7 +1081,7 @@ pub(crate) async fn resume(
     };
     #[cfg(feature = "otel")]
     let followed = tracing::Instrument::instrument(followed, span);
-    tokio::spawn(followed);
+    crate::util::spawn(followed);
     Ok(rx)
 }
 
