@@ -272,8 +272,8 @@ fn run(setup: Setup, plan: Plan) -> Result<(), String> {
         .map_err(|e| format!("could not start the async runtime: {e}"))?;
     // Behind a pointer: tokio's `block_on` is instantiated once per scheduler, and each
     // copy would otherwise inline the whole serving future (~30 KiB of code apiece).
-    let serving: std::pin::Pin<Box<dyn Future<Output = Result<(), String>>>> = Box::pin(
-        async move {
+    let serving: std::pin::Pin<Box<dyn Future<Output = Result<(), String>>>> =
+        Box::pin(async move {
             let cluster = match plan.redis {
                 Some((url, prefix)) => Some(join_cluster(&url, &prefix).await?),
                 None => None,
@@ -285,9 +285,6 @@ fn run(setup: Setup, plan: Plan) -> Result<(), String> {
             // their error stops the boot. Shutdown hooks run once serving has ended, however it
             // ended.
             server.start().await?;
-            if let Some((limit, high)) = server.admission().marks() {
-                tracing::info!(target: "mcp::pressure", limit_mib = limit >> 20, high_water_mib = high >> 20, "new work is refused from {} MiB of the {} MiB memory limit", high >> 20, limit >> 20);
-            }
             let served = serve(server.clone(), plan.transport, net, plan.addr).await;
             server.finish().await;
             if let Some(cluster) = cluster {
@@ -300,8 +297,7 @@ fn run(setup: Setup, plan: Plan) -> Result<(), String> {
                 let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
             }
             served
-        },
-    );
+        });
     runtime.block_on(serving)
 }
 

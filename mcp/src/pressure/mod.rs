@@ -13,7 +13,11 @@
 //!
 //! # The decision
 //!
-//! A background thread reads usage every 100 ms; deciding on a message is one atomic load.
+//! A background thread finds the limit as the server starts (the files under `/proc` and
+//! `/sys` it reads, and the thread's own start, would otherwise add about a tenth of a
+//! millisecond before a process answers anything; nothing is refused before its first
+//! reading), logs it, and reads usage every 100 ms; deciding on a message is one atomic
+//! load.
 //! From [`ServerConfig::memory_high_water`](crate::server::ServerConfig::memory_high_water)
 //! percent of the limit (default 90; `--memory-high-water` / `MCP_MEMORY_HIGH_WATER`; 0
 //! turns the check off) until usage has stayed 5 points of the limit below it for half a
@@ -45,8 +49,7 @@ use serde_json::json;
 
 use crate::protocol::methods::Method;
 use crate::protocol::{ErrorObject, codes};
-use cgroup::CgroupMemory;
-use watch::{Source, Watch};
+use watch::{Setting, Watch};
 
 /// How long a refused client is asked to wait before trying again, in seconds.
 pub(crate) const RETRY_AFTER_SECS: u64 = 2;
@@ -67,35 +70,29 @@ impl Admission {
     }
 
     fn with_root(memory_limit: usize, high_water: usize, root: &Path) -> Admission {
-        let high = high_water as u64;
-        if high == 0 {
+        if high_water == 0 {
             return Admission::default();
         }
-        let (source, limit) = match memory_limit {
-            0 => match CgroupMemory::discover(root) {
-                Some(group) => {
-                    let limit = group.limit;
-                    (Source::Cgroup(group), limit)
-                }
-                None => return Admission::default(),
-            },
-            bytes => (Source::Process, bytes as u64),
-        };
         Admission {
-            watch: Some(watch::shared(source, limit, high)),
+            watch: Some(watch::shared(Setting {
+                limit: memory_limit as u64,
+                high_percent: high_water as u64,
+                root: root.to_owned(),
+            })),
         }
     }
 
     /// The error refusing a request now, if memory is short and `method` starts new work.
     pub(crate) fn refuses(&self, method: &str) -> Option<ErrorObject> {
         let watch = self.watch.as_ref().filter(|w| w.over())?;
+        let limit = watch.marks()?.limit;
         let known = Method::parse(method);
         if known.is_some_and(continues_work) {
             return None;
         }
         #[cfg(feature = "otel")]
         crate::telemetry::count_pressure_refusal(known.map_or("other", |m| m.spec().name));
-        Some(refusal(watch.used(), watch.limit))
+        Some(refusal(watch.used(), limit))
     }
 
     /// Whether a new session or connection is refused now.
@@ -104,9 +101,11 @@ impl Admission {
         self.refuses(crate::protocol::methods::INITIALIZE)
     }
 
-    /// The limit and high-water mark in bytes, if the check is on (for the boot log).
-    pub(crate) fn marks(&self) -> Option<(u64, u64)> {
-        self.watch.as_ref().map(|w| (w.limit, w.high))
+    /// The limit and high-water mark in bytes, once the sampler has found a limit.
+    #[cfg(test)]
+    fn settled_marks(&self) -> Option<(u64, u64)> {
+        let marks = self.watch.as_ref()?.settled()?;
+        Some((marks.limit, marks.high))
     }
 }
 
@@ -152,7 +151,10 @@ mod tests {
     fn under_pressure_new_work_is_refused_and_running_work_goes_on() {
         // An explicit limit of 1 MiB: this process's resident set is always above it.
         let admission = Admission::new(1 << 20, 90);
-        assert!(admission.marks().is_some());
+        assert_eq!(
+            admission.settled_marks(),
+            Some((1 << 20, (1 << 20) * 9 / 10))
+        );
         for method in [
             methods::TOOLS_CALL,
             methods::INITIALIZE,
@@ -188,9 +190,10 @@ mod tests {
     #[test]
     fn a_generous_limit_or_a_zero_mark_refuses_nothing() {
         let roomy = Admission::new(1 << 50, 90);
+        assert!(roomy.settled_marks().is_some());
         assert!(roomy.refuses(methods::TOOLS_CALL).is_none());
         let off = Admission::new(1 << 20, 0);
-        assert!(off.marks().is_none());
+        assert!(off.settled_marks().is_none());
         assert!(off.refuses(methods::TOOLS_CALL).is_none());
     }
 
@@ -198,7 +201,8 @@ mod tests {
     fn no_limited_cgroup_and_no_limit_given_is_off() {
         let empty = std::env::temp_dir().join(format!("mcp-no-cgroup-{}", std::process::id()));
         let admission = Admission::with_root(0, 90, &empty);
-        assert!(admission.marks().is_none());
+        assert!(admission.settled_marks().is_none());
+        assert!(admission.refuses(methods::TOOLS_CALL).is_none());
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The sampler: one thread per setting, reading what is used every [`INTERVAL`] into
 //! atomics, so deciding on a request is one atomic load and never a system call.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -64,9 +65,38 @@ pub(crate) enum Crossing {
     Left,
 }
 
-/// One limit being watched, shared by every server with the same setting.
+/// What a server's settings ask to watch: the operator's limit (0 for the cgroup's) and the
+/// high-water mark in percent. Servers with the same setting share one sampler.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Setting {
+    /// The operator's limit in bytes, or 0 for the limit of the process's cgroup.
+    pub(crate) limit: u64,
+    /// From this percentage of the limit on, new work is refused.
+    pub(crate) high_percent: u64,
+    /// Where `/proc` and `/sys` are: `/` in production; tests give a directory that
+    /// mirrors them.
+    pub(crate) root: PathBuf,
+}
+
+impl Setting {
+    /// Where usage is read and the limit, if there is one: finding a cgroup reads a few
+    /// files under `/proc` and `/sys`.
+    fn resolve(&self) -> Option<Marks> {
+        let (source, limit) = match self.limit {
+            0 => {
+                let group = CgroupMemory::discover(&self.root)?;
+                let limit = group.limit;
+                (Source::Cgroup(group), limit)
+            }
+            bytes => (Source::Process, bytes),
+        };
+        Some(Marks::new(source, limit, self.high_percent))
+    }
+}
+
+/// A limit found, and the marks around it.
 #[derive(Debug)]
-pub(crate) struct Watch {
+pub(crate) struct Marks {
     source: Source,
     /// The limit, in bytes.
     pub(crate) limit: u64,
@@ -74,6 +104,27 @@ pub(crate) struct Watch {
     pub(crate) high: u64,
     /// Below this much, new work is taken again.
     low: u64,
+}
+
+impl Marks {
+    fn new(source: Source, limit: u64, high_percent: u64) -> Marks {
+        let share = |percent: u64| (u128::from(limit) * u128::from(percent) / 100) as u64;
+        Marks {
+            high: share(high_percent),
+            low: share(high_percent.saturating_sub(HYSTERESIS_PERCENT)),
+            source,
+            limit,
+        }
+    }
+}
+
+/// One setting being watched, shared by every server with that setting.
+#[derive(Debug)]
+pub(crate) struct Watch {
+    setting: Setting,
+    /// Set by the sampler once it has looked for the limit and read usage once: `None`
+    /// when there is no limit (the check is off). Until then nothing is refused.
+    marks: OnceLock<Option<Marks>>,
     used: AtomicU64,
     over: AtomicBool,
     /// Samples in a row below `low` while over.
@@ -81,14 +132,10 @@ pub(crate) struct Watch {
 }
 
 impl Watch {
-    /// A watch of `source` against `limit`, refusing from `high_percent` of it.
-    pub(crate) fn new(source: Source, limit: u64, high_percent: u64) -> Watch {
-        let share = |percent: u64| (u128::from(limit) * u128::from(percent) / 100) as u64;
+    fn new(setting: Setting) -> Watch {
         Watch {
-            high: share(high_percent),
-            low: share(high_percent.saturating_sub(HYSTERESIS_PERCENT)),
-            source,
-            limit,
+            setting,
+            marks: OnceLock::new(),
             used: AtomicU64::new(0),
             over: AtomicBool::new(false),
             calm: AtomicU32::new(0),
@@ -105,19 +152,32 @@ impl Watch {
         self.used.load(Ordering::Relaxed)
     }
 
-    /// Records a sample of `used` bytes (from the sampler's thread only); says whether the
-    /// state changed.
-    pub(crate) fn observe(&self, used: u64) -> Option<Crossing> {
+    /// The limit and marks, once the sampler has found them; `None` before that and when
+    /// there is no limit.
+    pub(crate) fn marks(&self) -> Option<&Marks> {
+        self.marks.get().and_then(Option::as_ref)
+    }
+
+    /// Waits until the sampler has looked for the limit (and sampled once, if it found
+    /// one).
+    #[cfg(test)]
+    pub(crate) fn settled(&self) -> Option<&Marks> {
+        self.marks.wait().as_ref()
+    }
+
+    /// Records a sample of `used` bytes against `marks` (from the sampler's thread only);
+    /// says whether the state changed.
+    fn observe(&self, marks: &Marks, used: u64) -> Option<Crossing> {
         self.used.store(used, Ordering::Relaxed);
         if !self.over() {
-            if used < self.high {
+            if used < marks.high {
                 return None;
             }
             self.calm.store(0, Ordering::Relaxed);
             self.over.store(true, Ordering::Relaxed);
             return Some(Crossing::Entered);
         }
-        if used >= self.low {
+        if used >= marks.low {
             self.calm.store(0, Ordering::Relaxed);
             return None;
         }
@@ -129,18 +189,18 @@ impl Watch {
     }
 
     /// Samples once, and logs a crossing.
-    fn sample(&self) {
-        let Some(used) = self.source.used() else {
+    fn sample(&self, marks: &Marks) {
+        let Some(used) = marks.source.used() else {
             return;
         };
         let mib = |bytes: u64| bytes >> 20;
-        match self.observe(used) {
+        match self.observe(marks, used) {
             Some(Crossing::Entered) => {
-                tracing::warn!(target: "mcp::pressure", used_mib = mib(used), limit_mib = mib(self.limit), high_water_mib = mib(self.high), source = self.source.describe(), "memory pressure: refusing new requests and sessions until usage falls below {} MiB; work in progress continues", mib(self.low));
+                tracing::warn!(target: "mcp::pressure", used_mib = mib(used), limit_mib = mib(marks.limit), high_water_mib = mib(marks.high), source = marks.source.describe(), "memory pressure: refusing new requests and sessions until usage falls below {} MiB; work in progress continues", mib(marks.low));
                 give_back_freed_memory();
             }
             Some(Crossing::Left) => {
-                tracing::info!(target: "mcp::pressure", used_mib = mib(used), limit_mib = mib(self.limit), "memory pressure over: taking new work again");
+                tracing::info!(target: "mcp::pressure", used_mib = mib(used), limit_mib = mib(marks.limit), "memory pressure over: taking new work again");
             }
             None if self.over() => give_back_freed_memory(),
             None => {}
@@ -163,76 +223,110 @@ fn give_back_freed_memory() {
 /// The watches alive in this process, so servers with the same setting share one sampler.
 static WATCHES: Mutex<Vec<Weak<Watch>>> = Mutex::new(Vec::new());
 
-/// The watch of `source` against `limit` from `high_percent`: an existing one, or a new one
-/// with its sampling thread (which ends when the last server holding it is dropped).
-pub(crate) fn shared(source: Source, limit: u64, high_percent: u64) -> Arc<Watch> {
-    let wanted = Watch::new(source, limit, high_percent);
+/// The watch of `setting`: an existing one, or a new one with its sampling thread (which
+/// ends when the last server holding it is dropped, or at once if there is no limit).
+///
+/// The thread, not the caller, finds the limit and reads usage the first time: that is
+/// a few files under `/proc` and `/sys` and a thread start, about a tenth of a millisecond
+/// a process would otherwise spend before it answers anything. Until the first reading
+/// (well before a client's first message can arrive) nothing is refused.
+pub(crate) fn shared(setting: Setting) -> Arc<Watch> {
     let mut watches = WATCHES.lock();
     watches.retain(|w| w.strong_count() > 0);
     if let Some(existing) = watches
         .iter()
         .filter_map(Weak::upgrade)
-        .find(|w| w.source == wanted.source && w.limit == wanted.limit && w.high == wanted.high)
+        .find(|w| w.setting == setting)
     {
         return existing;
     }
-    let watch = Arc::new(wanted);
-    // The first sample before anyone asks: a server booted under pressure refuses at once.
-    watch.sample();
+    let watch = Arc::new(Watch::new(setting));
     let weak = Arc::downgrade(&watch);
     let started = std::thread::Builder::new()
         .name("mcp-memory".into())
-        .spawn(move || {
-            while let Some(watch) = weak.upgrade() {
-                watch.sample();
-                drop(watch);
-                std::thread::sleep(INTERVAL);
-            }
-        });
+        .spawn(move || sample_while_needed(&weak));
     if let Err(e) = started {
         tracing::warn!(target: "mcp::pressure", error = %e, "cannot start the memory sampler: memory-pressure admission is off");
-        return Arc::new(Watch::new(Source::Process, u64::MAX, 100));
+        let _ = watch.marks.set(None);
     }
     watches.push(Arc::downgrade(&watch));
     watch
+}
+
+/// The sampler's thread: finds the limit, announces it, then samples every [`INTERVAL`]
+/// until no server holds the watch.
+fn sample_while_needed(weak: &Weak<Watch>) {
+    let Some(watch) = weak.upgrade() else {
+        return;
+    };
+    let Some(marks) = watch.setting.resolve() else {
+        let _ = watch.marks.set(None);
+        return;
+    };
+    tracing::info!(target: "mcp::pressure", limit_mib = marks.limit >> 20, high_water_mib = marks.high >> 20, source = marks.source.describe(), "new work is refused from {} MiB of the {} MiB memory limit", marks.high >> 20, marks.limit >> 20);
+    // The first reading before the marks are published: a server booted under pressure
+    // refuses from the moment it knows its limit.
+    watch.sample(&marks);
+    let _ = watch.marks.set(Some(marks));
+    drop(watch);
+    loop {
+        std::thread::sleep(INTERVAL);
+        let Some(watch) = weak.upgrade() else {
+            return;
+        };
+        if let Some(marks) = watch.marks() {
+            watch.sample(marks);
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn setting(limit: u64, high_percent: u64) -> Setting {
+        Setting {
+            limit,
+            high_percent,
+            root: PathBuf::from("/"),
+        }
+    }
+
     #[test]
     fn refusing_starts_at_the_high_water_mark_and_ends_below_the_low_one() {
-        let watch = Watch::new(Source::Process, 1000, 90);
-        assert_eq!((watch.high, watch.low), (900, 850));
-        assert_eq!(watch.observe(899), None);
+        let watch = Watch::new(setting(1000, 90));
+        let marks = Marks::new(Source::Process, 1000, 90);
+        assert_eq!((marks.high, marks.low), (900, 850));
+        let observe = |used| watch.observe(&marks, used);
+        assert_eq!(observe(899), None);
         assert!(!watch.over());
-        assert_eq!(watch.observe(900), Some(Crossing::Entered));
+        assert_eq!(observe(900), Some(Crossing::Entered));
         assert!(watch.over());
-        assert_eq!(watch.observe(950), None, "one warning per crossing");
-        assert_eq!(watch.observe(860), None, "still within the hysteresis");
+        assert_eq!(observe(950), None, "one warning per crossing");
+        assert_eq!(observe(860), None, "still within the hysteresis");
         assert!(watch.over());
         // Below the low mark for fewer samples than it takes; then back above it, which
         // starts the count again.
         for _ in 1..CALM_SAMPLES {
-            assert_eq!(watch.observe(849), None);
+            assert_eq!(observe(849), None);
         }
-        assert_eq!(watch.observe(880), None);
+        assert_eq!(observe(880), None);
         for _ in 1..CALM_SAMPLES {
-            assert_eq!(watch.observe(849), None);
+            assert_eq!(observe(849), None);
         }
         assert!(watch.over());
-        assert_eq!(watch.observe(840), Some(Crossing::Left));
+        assert_eq!(observe(840), Some(Crossing::Left));
         assert!(!watch.over());
         assert_eq!(watch.used(), 840);
-        assert_eq!(watch.observe(800), None);
+        assert_eq!(observe(800), None);
     }
 
     #[test]
     fn a_huge_limit_does_not_overflow_the_marks() {
-        let watch = Watch::new(Source::Process, u64::MAX, 100);
-        assert_eq!(watch.high, u64::MAX);
-        assert_eq!(watch.observe(u64::MAX - 1), None);
+        let watch = Watch::new(setting(u64::MAX, 100));
+        let marks = Marks::new(Source::Process, u64::MAX, 100);
+        assert_eq!(marks.high, u64::MAX);
+        assert_eq!(watch.observe(&marks, u64::MAX - 1), None);
     }
 
     #[test]
