@@ -58,11 +58,11 @@ pub(super) struct Logs {
 impl Logs {
     /// Starts the writer thread (or, when no thread can be started, writes directly).
     pub(super) fn start() -> Logs {
-        Logs::start_with(std::io::stderr())
+        Logs::start_with(std::io::stderr(), warm_cpu_feature_cache)
     }
 
-    /// [`Logs::start`] writing to `out`.
-    fn start_with(mut out: impl Write + Send + 'static) -> Logs {
+    /// [`Logs::start`] writing to `out`; the thread runs `first` before it waits for lines.
+    fn start_with(mut out: impl Write + Send + 'static, first: fn()) -> Logs {
         let shared = Arc::new(Shared {
             buffer: Mutex::new(Buffer {
                 parked: true,
@@ -74,7 +74,10 @@ impl Logs {
         let thread_shared = shared.clone();
         let started = std::thread::Builder::new()
             .name("mcp-log".into())
-            .spawn(move || write_batches(&thread_shared, &mut out));
+            .spawn(move || {
+                first();
+                write_batches(&thread_shared, &mut out)
+            });
         Logs {
             shared: started.is_ok().then_some(shared),
         }
@@ -184,6 +187,19 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
     }
 }
 
+/// Asks the CPU what it can do, so that the first caller of a SIMD routine does not.
+///
+/// memchr (the stdio transport's line splitting) and httparse look up the CPU's features on
+/// their first call, and the standard library's lookup runs a dozen `cpuid` instructions,
+/// each a trap to the hypervisor in a virtual machine: 67 µs on the benchmark's machine,
+/// spent between a client's first message and its answer. The log thread is the first
+/// thread the generated `main` starts, long before the first message is read; it fills the
+/// standard library's cache (which any thread may fill) while the main thread boots.
+fn warm_cpu_feature_cache() {
+    #[cfg(target_arch = "x86_64")]
+    let _ = std::arch::is_x86_feature_detected!("avx2");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,7 +221,7 @@ mod tests {
     }
 
     fn started(out: Recorded) -> Logs {
-        let logs = Logs::start_with(out);
+        let logs = Logs::start_with(out, || {});
         assert!(logs.shared.is_some(), "the writer thread started");
         logs
     }
