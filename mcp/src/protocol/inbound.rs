@@ -55,7 +55,10 @@ pub struct EraSignals {
     pub initialize: bool,
     /// The message is a `server/discover` request.
     pub discover: bool,
-    /// Its params' `_meta` declares a protocol version.
+    /// Its params' `_meta` declares a protocol version. [`EraSignals::of`] looks only when
+    /// the header leaves the era open: a header naming a version that is not a handshake
+    /// revision means 2026-07-28 whatever `_meta` says, and finding the key means scanning
+    /// the whole params (a tool call's arguments included).
     pub declares_version: bool,
     /// The `MCP-Protocol-Version` header (HTTP).
     pub header: VersionHeader,
@@ -83,7 +86,7 @@ impl EraSignals {
         EraSignals {
             initialize: method == methods::INITIALIZE,
             discover: method == methods::SERVER_DISCOVER,
-            declares_version: declares_version(params),
+            declares_version: header != VersionHeader::Other && declares_version(params),
             header,
         }
     }
@@ -401,6 +404,28 @@ mod tests {
             assert_eq!(declares_version(Some(&params)), declares, "{params}");
         }
         assert!(!declares_version(None));
+    }
+
+    /// Reading a message's signals decides as the rules do, and skips the scan of the
+    /// params only when the header has decided already.
+    #[test]
+    fn a_deciding_header_spares_the_scan_of_the_params() {
+        use VersionHeader::{Absent, Handshake, Other};
+        let v = meta_keys::PROTOCOL_VERSION;
+        let declaring = format!(r#"{{"name":"x","_meta":{{"{v}":"2026-07-28"}}}}"#);
+        let plain = r#"{"name":"x","arguments":{}}"#;
+        for (params, header, declares, era) in [
+            (declaring.as_str(), Absent, true, Some(Era::Stateless)),
+            (declaring.as_str(), Handshake, true, Some(Era::Stateless)),
+            (declaring.as_str(), Other, false, Some(Era::Stateless)),
+            (plain, Absent, false, None),
+            (plain, Handshake, false, Some(Era::Handshake)),
+            (plain, Other, false, Some(Era::Stateless)),
+        ] {
+            let read = EraSignals::of(methods::TOOLS_CALL, Some(params), header);
+            assert_eq!(read.declares_version, declares, "{params} {header:?}");
+            assert_eq!(read.era(), era, "{params} {header:?}");
+        }
     }
 
     #[test]
