@@ -14,10 +14,9 @@
 //! # The decision
 //!
 //! A background thread finds the limit as the server starts (the files under `/proc` and
-//! `/sys` it reads, and the thread's own start, would otherwise add about a tenth of a
-//! millisecond before a process answers anything; nothing is refused before its first
-//! reading), logs it, and reads usage every 100 ms; deciding on a message is one atomic
-//! load.
+//! `/sys` it reads would otherwise add about a tenth of a millisecond before a process can
+//! read its first message; a message that arrives before the first reading waits for it),
+//! logs it, and reads usage every 100 ms; deciding on a message is two atomic loads.
 //! From [`ServerConfig::memory_high_water`](crate::server::ServerConfig::memory_high_water)
 //! percent of the limit (default 90; `--memory-high-water` / `MCP_MEMORY_HIGH_WATER`; 0
 //! turns the check off) until usage has stayed 5 points of the limit below it for half a
@@ -84,8 +83,11 @@ impl Admission {
 
     /// The error refusing a request now, if memory is short and `method` starts new work.
     pub(crate) fn refuses(&self, method: &str) -> Option<ErrorObject> {
-        let watch = self.watch.as_ref().filter(|w| w.over())?;
-        let limit = watch.marks()?.limit;
+        let watch = self.watch.as_ref()?;
+        let limit = watch.settled()?.limit;
+        if !watch.over() {
+            return None;
+        }
         let known = Method::parse(method);
         if known.is_some_and(continues_work) {
             return None;

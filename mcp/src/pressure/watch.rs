@@ -158,9 +158,10 @@ impl Watch {
         self.marks.get().and_then(Option::as_ref)
     }
 
-    /// Waits until the sampler has looked for the limit (and sampled once, if it found
-    /// one).
-    #[cfg(test)]
+    /// The marks, once the sampler has looked for the limit and, if it found one, read
+    /// usage once; waits for that if it has not happened yet. The sampler starts with the
+    /// server and takes a fraction of a millisecond, so only a message arriving at once
+    /// waits, and no message is decided on before the first reading.
     pub(crate) fn settled(&self) -> Option<&Marks> {
         self.marks.wait().as_ref()
     }
@@ -227,9 +228,9 @@ static WATCHES: Mutex<Vec<Weak<Watch>>> = Mutex::new(Vec::new());
 /// ends when the last server holding it is dropped, or at once if there is no limit).
 ///
 /// The thread, not the caller, finds the limit and reads usage the first time: that is
-/// a few files under `/proc` and `/sys` and a thread start, about a tenth of a millisecond
-/// a process would otherwise spend before it answers anything. Until the first reading
-/// (well before a client's first message can arrive) nothing is refused.
+/// a few files under `/proc` and `/sys`, about a tenth of a millisecond a process would
+/// otherwise spend before it can read its first message. A message that arrives before the
+/// first reading waits for it ([`Watch::settled`]).
 pub(crate) fn shared(setting: Setting) -> Arc<Watch> {
     let mut watches = WATCHES.lock();
     watches.retain(|w| w.strong_count() > 0);
@@ -253,21 +254,34 @@ pub(crate) fn shared(setting: Setting) -> Arc<Watch> {
     watch
 }
 
+/// Settles a watch's marks as "no limit" when dropped, unless they are settled already.
+struct Settles<'a>(&'a Watch);
+
+impl Drop for Settles<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.marks.set(None);
+    }
+}
+
 /// The sampler's thread: finds the limit, announces it, then samples every [`INTERVAL`]
 /// until no server holds the watch.
 fn sample_while_needed(weak: &Weak<Watch>) {
     let Some(watch) = weak.upgrade() else {
         return;
     };
-    let Some(marks) = watch.setting.resolve() else {
-        let _ = watch.marks.set(None);
-        return;
-    };
-    tracing::info!(target: "mcp::pressure", limit_mib = marks.limit >> 20, high_water_mib = marks.high >> 20, source = marks.source.describe(), "new work is refused from {} MiB of the {} MiB memory limit", marks.high >> 20, marks.limit >> 20);
-    // The first reading before the marks are published: a server booted under pressure
-    // refuses from the moment it knows its limit.
-    watch.sample(&marks);
-    let _ = watch.marks.set(Some(marks));
+    {
+        // However this block ends (no limit, or a panic), the marks are settled, so that
+        // nothing waiting for them waits forever.
+        let _settles = Settles(&watch);
+        let Some(marks) = watch.setting.resolve() else {
+            return;
+        };
+        tracing::info!(target: "mcp::pressure", limit_mib = marks.limit >> 20, high_water_mib = marks.high >> 20, source = marks.source.describe(), "new work is refused from {} MiB of the {} MiB memory limit", marks.high >> 20, marks.limit >> 20);
+        // The first reading before the marks are published: a server booted under
+        // pressure refuses its first message.
+        watch.sample(&marks);
+        let _ = watch.marks.set(Some(marks));
+    }
     drop(watch);
     loop {
         std::thread::sleep(INTERVAL);
