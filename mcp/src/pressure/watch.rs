@@ -1,5 +1,6 @@
-//! The sampler: one thread per setting, reading what is used every [`INTERVAL`] into
-//! atomics, so deciding on a request is one atomic load and never a system call.
+//! The sampler: one thread per setting, finding the limit once and then reading what is
+//! used every [`INTERVAL`] into atomics, so deciding on a request is two atomic loads and
+//! never a system call.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
