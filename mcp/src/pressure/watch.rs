@@ -124,7 +124,8 @@ impl Marks {
 pub(crate) struct Watch {
     setting: Setting,
     /// Set by the sampler once it has looked for the limit and read usage once: `None`
-    /// when there is no limit (the check is off). Until then nothing is refused.
+    /// when there is no limit (the check is off). A decision asked for before then waits
+    /// for it ([`Watch::settled`]).
     marks: OnceLock<Option<Marks>>,
     used: AtomicU64,
     over: AtomicBool,
