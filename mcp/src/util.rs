@@ -1,7 +1,9 @@
 //! Small shared helpers.
 
+mod flagged;
 mod outlined;
 
+pub(crate) use flagged::Flagged;
 pub(crate) use outlined::Outlined;
 #[cfg(feature = "http")]
 pub(crate) use outlined::spawn;

@@ -59,7 +59,8 @@ pub(crate) struct ConnState {
     /// Requests running handlers now (bounded by `max_requests_per_connection`).
     pub(crate) running: AtomicUsize,
     pub(crate) pending: Mutex<Pending>,
-    pub(crate) closed: CancellationToken,
+    /// Cancelled when the connection closes; read on every request (see [`Flagged`]).
+    pub(crate) closed: crate::util::Flagged,
     /// Cancelled when the client's input closed (stdin EOF): long-lived requests end.
     pub(crate) input_closed: CancellationToken,
     /// The era fixed by the connection's first decisive message (stdio).
@@ -144,7 +145,7 @@ impl ConnState {
             traces: Mutex::new(HashMap::new()),
             running: AtomicUsize::new(0),
             pending: Mutex::new(Pending::new(max_pending)),
-            closed: CancellationToken::new(),
+            closed: crate::util::Flagged::new(),
             input_closed: CancellationToken::new(),
             era: Mutex::new(None),
             states: Arc::default(),

@@ -34,7 +34,10 @@ use crate::protocol::{
 };
 use crate::tasks::{LiveTask, TaskFlavour};
 
+mod cancel;
 pub(crate) mod host;
+
+pub(crate) use cancel::RequestCancel;
 
 pub(crate) use host::Host;
 
@@ -63,7 +66,7 @@ pub(crate) const NO_CHANNEL: &str = "the connection has no open channel to put a
 pub(crate) struct Caller {
     pub(crate) conn: Arc<ConnState>,
     pub(crate) sink: Option<Outbound>,
-    pub(crate) cancel: CancellationToken,
+    pub(crate) cancel: RequestCancel,
     pub(crate) auth: AuthContext,
     pub(crate) version: ProtocolVersion,
     /// Present on the 2026-07-28 era, where capabilities and log level come with each
@@ -74,6 +77,16 @@ pub(crate) struct Caller {
 }
 
 impl Caller {
+    /// The request's cancellation token (made now if nothing asked for it before).
+    pub(crate) fn cancel_token(&self) -> &CancellationToken {
+        self.cancel.token(&self.conn)
+    }
+
+    /// Whether the request was cancelled or its connection closed under it.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled(&self.conn)
+    }
+
     /// The capabilities that apply to this request.
     pub(crate) fn capabilities(&self) -> Option<Arc<ClientCapabilities>> {
         match &self.stateless {
@@ -534,12 +547,12 @@ impl Ctx {
 
     /// Whether the client cancelled this request (or went away).
     pub fn is_cancelled(&self) -> bool {
-        self.inner.caller.cancel.is_cancelled()
+        self.inner.caller.is_cancelled()
     }
 
     /// Completes when the request is cancelled; use it in `select!` around long work.
     pub async fn cancelled(&self) {
-        self.inner.caller.cancel.cancelled().await
+        self.inner.caller.cancel_token().cancelled().await
     }
 
     /// Sends a log message to the client if it wants messages at `level`: on the handshake
@@ -823,7 +836,7 @@ impl Ctx {
         let timeout = self.inner.host.elicitation_timeout();
         let raw = tokio::select! {
             r = request_client(&self.inner.caller.conn, sink, kind, method, &params, timeout) => r?,
-            _ = self.inner.caller.cancel.cancelled() => return Err(ClientRequestError::Disconnected),
+            _ = self.inner.caller.cancel_token().cancelled() => return Err(ClientRequestError::Disconnected),
         };
         serde_json::from_str(raw.get()).map_err(|e| ClientRequestError::Malformed(e.to_string()))
     }

@@ -9,14 +9,13 @@ use std::task::Poll;
 
 use serde::Deserialize;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 use super::{ConnState, Reply, RequestExtras, Server};
 use crate::auth::{
     ArgsSource, AuditEvent, AuditOutcome, AuthContext, AuthRequest, Decision, Seam, read_denied,
     reasons, safe_decide,
 };
-use crate::context::{Caller, Ctx};
+use crate::context::{Caller, Ctx, RequestCancel};
 use crate::elicit::mrtr::Mrtr;
 use crate::protocol::inbound::StatelessMeta;
 use crate::protocol::jsonrpc::strip_position;
@@ -42,7 +41,7 @@ impl Scope {
         id: RequestId,
         stateless: Option<Arc<StatelessMeta>>,
         extras: RequestExtras,
-        cancel: CancellationToken,
+        cancel: RequestCancel,
     ) -> Scope {
         let version = match &stateless {
             Some(_) => ProtocolVersion::V2026_07_28,
@@ -194,18 +193,13 @@ impl Server {
         // request gets a token of its own; the connection cancels it when it closes (see
         // `ConnState::close`), once it is registered below.
         let tracked = cancellable && conn.has_subscriber();
-        let cancel = if tracked {
-            CancellationToken::new()
-        } else {
-            conn.closed.clone()
-        };
         let scope = Scope::new(
             &self.inner.states,
             conn,
             id,
             stateless,
             extras,
-            cancel.clone(),
+            RequestCancel::new(tracked),
         );
         // A request the client cancelled gets no response. One stopped because the server
         // closed the connection (its state was evicted, or another transport took over its
@@ -276,6 +270,7 @@ impl Server {
             .as_ref()
             .and_then(crate::telemetry::traceparent_of)
             .map(|tp| conn.traces.lock().insert(scope.id.clone(), tp));
+        let cancel = scope.caller.cancel_token();
         if tracked {
             conn.in_flight
                 .lock()
@@ -326,7 +321,7 @@ impl Server {
             id,
             stateless,
             extras,
-            conn.closed.clone(),
+            RequestCancel::new(false),
         );
         self.tool_reply(&scope, crate::protocol::CallToolResult::error(message))
     }

@@ -222,7 +222,7 @@ impl Server {
         // then the task's (closing the stream that created a task does not stop it).
         let stop = CancellationToken::new();
         let mut caller = Caller::clone(&scope.caller);
-        caller.cancel = stop.clone();
+        caller.cancel = crate::context::RequestCancel::given(stop.clone());
         let owner = self.task_owner(scope);
         match plan {
             Tasked::Now { ttl } => {
@@ -854,7 +854,7 @@ impl Server {
                 }
                 tokio::select! {
                     changed = watch.changed() => if changed.is_err() { break },
-                    _ = scope.caller.cancel.cancelled() => break,
+                    _ = scope.caller.cancel_token().cancelled() => break,
                 }
             }
             live.set_side_channel(None);
@@ -875,7 +875,7 @@ impl Server {
             // Running on another replica: read the store as the client would poll it.
             tokio::select! {
                 _ = tokio::time::sleep(poll) => {}
-                _ = scope.caller.cancel.cancelled() => {
+                _ = scope.caller.cancel_token().cancelled() => {
                     return Err(ErrorObject::internal("the request was cancelled"));
                 }
             }

@@ -18,6 +18,7 @@
 use std::future::Future as _;
 use std::io;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -98,7 +99,7 @@ where
         slots: Arc::new(Semaphore::new(
             config.max_requests_per_connection.saturating_mul(2),
         )),
-        stopping: CancellationToken::new(),
+        stopping: AtomicBool::new(false),
     };
 
     let (read_result, deadline) = {
@@ -108,7 +109,7 @@ where
             () = stop => {
                 let deadline = Instant::now() + config.shutdown_grace;
                 tracing::info!(target: "mcp::stdio", running = lines.tasks.len(), grace = ?config.shutdown_grace, "stopping: new requests are refused; running ones may finish");
-                lines.stopping.cancel();
+                lines.stopping.store(true, Ordering::Relaxed);
                 server.shutdown();
                 lines.tasks.close();
                 // Keep reading: a running call may be waiting for the client's answer.
@@ -161,7 +162,9 @@ struct Lines<'a> {
     out: &'a Outbound,
     tasks: TaskTracker,
     slots: Arc<Semaphore>,
-    stopping: CancellationToken,
+    /// Set once the server is stopping: requests are refused from then on (read on every
+    /// line: a flag, not a token, whose every read takes a lock).
+    stopping: AtomicBool,
 }
 
 /// Reads newline-delimited messages until EOF, refusing lines longer than `max`.
@@ -236,7 +239,7 @@ async fn handle_line(lines: &Lines<'_>, line: &[u8], max: usize, batch: &mut Str
         return;
     }
     let incoming = decode(line);
-    if stopping.is_cancelled() {
+    if stopping.load(Ordering::Relaxed) {
         // Shutting down: answers and notifications are still handled, requests are not.
         let refused = match &incoming {
             Incoming::Single(Ok(Message::Request(r))) => Some(Some(r.id.clone())),
