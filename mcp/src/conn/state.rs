@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 use tokio_util::sync::CancellationToken;
@@ -64,7 +64,7 @@ pub(crate) struct ConnState {
     /// Cancelled when the client's input closed (stdin EOF): long-lived requests end.
     pub(crate) input_closed: CancellationToken,
     /// The era fixed by the connection's first decisive message (stdio).
-    pub(crate) era: Mutex<Option<Era>>,
+    pub(crate) era: FixedEra,
     /// State the handlers keep for this connection (`Ctx::session_state`).
     pub(crate) states: Arc<crate::states::StateMap>,
     /// Called when an initialized connection's state ends; taken by a state that replaces
@@ -147,7 +147,7 @@ impl ConnState {
             pending: Mutex::new(Pending::new(max_pending)),
             closed: crate::util::Flagged::new(),
             input_closed: CancellationToken::new(),
-            era: Mutex::new(None),
+            era: FixedEra::default(),
             states: Arc::default(),
             on_end: Mutex::new(on_end),
         }
@@ -160,12 +160,13 @@ impl ConnState {
         if let Some(era) = forced {
             return era;
         }
-        let mut fixed = self.era.lock();
-        if let Some(era) = *fixed {
+        if let Some(era) = self.era.get() {
             return era;
         }
-        *fixed = EraSignals::of(method, params, VersionHeader::Absent).era();
-        fixed.unwrap_or(Era::Handshake)
+        match EraSignals::of(method, params, VersionHeader::Absent).era() {
+            Some(era) => self.era.fix(era),
+            None => Era::Handshake,
+        }
     }
 
     /// The live transport's queue, if a transport is attached.
@@ -231,4 +232,69 @@ pub struct ConnectionStats {
     pub subscriptions: usize,
     /// Whether a transport is attached.
     pub attached: bool,
+}
+
+/// The era a connection's first decisive message fixed (stdio), read on every request: an
+/// atomic, not a lock.
+#[derive(Debug, Default)]
+pub(crate) struct FixedEra(AtomicU8);
+
+impl FixedEra {
+    const UNSET: u8 = 0;
+
+    fn code(era: Era) -> u8 {
+        match era {
+            Era::Handshake => 1,
+            Era::Stateless => 2,
+        }
+    }
+
+    /// The era fixed so far, if any.
+    pub(crate) fn get(&self) -> Option<Era> {
+        match self.0.load(Ordering::Acquire) {
+            1 => Some(Era::Handshake),
+            2 => Some(Era::Stateless),
+            _ => None,
+        }
+    }
+
+    /// Fixes `era` unless another message fixed one first; the era that holds.
+    pub(crate) fn fix(&self, era: Era) -> Era {
+        match self.0.compare_exchange(
+            Self::UNSET,
+            Self::code(era),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => era,
+            Err(_) => self.get().unwrap_or(era),
+        }
+    }
+
+    /// Takes over `other`'s era (a state replacing another for the same session).
+    pub(crate) fn copy_from(&self, other: &FixedEra) {
+        self.0
+            .store(other.0.load(Ordering::Acquire), Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first decisive era holds; later messages, or a state taking over, see it.
+    #[test]
+    fn the_first_fixed_era_holds() {
+        let era = FixedEra::default();
+        assert_eq!(era.get(), None);
+        assert_eq!(era.fix(Era::Stateless), Era::Stateless);
+        assert_eq!(era.fix(Era::Handshake), Era::Stateless, "fixed once");
+        assert_eq!(era.get(), Some(Era::Stateless));
+        let fresh = FixedEra::default();
+        fresh.copy_from(&era);
+        assert_eq!(fresh.get(), Some(Era::Stateless));
+        let unset = FixedEra::default();
+        fresh.copy_from(&unset);
+        assert_eq!(fresh.get(), None, "an unset era copies as unset");
+    }
 }

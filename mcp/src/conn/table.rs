@@ -151,7 +151,7 @@ impl ConnTable {
                 let fresh = Arc::new(fresh);
                 *fresh.session.write() = old.session.read().clone();
                 *fresh.subscriptions.lock() = old.subscriptions.lock().clone();
-                *fresh.era.lock() = *old.era.lock();
+                fresh.era.copy_from(&old.era);
                 map.insert(id.clone(), Arc::clone(&fresh));
                 fresh
             }

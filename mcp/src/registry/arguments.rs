@@ -132,9 +132,13 @@ pub(crate) fn json_text(raw: Option<&str>) -> &str {
 
 /// A tool's input schema with what decoding needs from it, worked out once: the schema
 /// itself (to explain a failure) and, when it says `additionalProperties: false`, the names
-/// of the arguments it accepts (checked on every call).
+/// of the arguments it accepts (checked on every call). Behind one `Arc`: every call's
+/// arguments carry it, and a clone is then one reference count, not three.
 #[derive(Clone, Debug)]
-pub(crate) struct ArgsSchema {
+pub(crate) struct ArgsSchema(Arc<SchemaParts>);
+
+#[derive(Debug)]
+struct SchemaParts {
     schema: ToolSchema,
     accepted: Option<Arc<[Box<str>]>>,
     /// The arguments mirrored into `Mcp-Param-*` headers (`None`: none, the common case).
@@ -155,17 +159,17 @@ impl ArgsSchema {
 
     fn with_value(schema: ToolSchema, value: &Value) -> Self {
         let mirrored = header_params(value);
-        ArgsSchema {
+        ArgsSchema(Arc::new(SchemaParts {
             schema,
             accepted: Self::accepted(value),
             mirrored: (!mirrored.is_empty()).then(|| mirrored.into()),
-        }
+        }))
     }
 
     /// The arguments the schema mirrors into headers.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn mirrored(&self) -> &[HeaderParam] {
-        self.mirrored.as_deref().unwrap_or_default()
+        self.0.mirrored.as_deref().unwrap_or_default()
     }
 
     fn accepted(schema: &Value) -> Option<Arc<[Box<str>]>> {
@@ -199,13 +203,13 @@ impl ArgsSchema {
 
     /// The schema as given, as text.
     pub(crate) fn schema(&self) -> &ToolSchema {
-        &self.schema
+        &self.0.schema
     }
 
     /// Decodes the JSON text of a call's arguments into `T`, explaining any failure from
     /// the schema, and refusing arguments it does not accept.
     pub(crate) fn parse<T: DeserializeOwned>(&self, text: &str) -> Result<T, ArgumentError> {
-        parse_text(text, &self.schema, self.accepted.as_deref())
+        parse_text(text, &self.0.schema, self.0.accepted.as_deref())
     }
 }
 
