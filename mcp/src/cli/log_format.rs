@@ -218,21 +218,38 @@ fn write_field(
     write!(writer, "{value:?}")
 }
 
+/// ` name="value"` assembled in `buf`, when `value` needs no escaping (printable ASCII, no
+/// quote or backslash) and the whole fits; `None` otherwise. One write of the assembled
+/// field instead of five: each write through the line's `Writer` is two indirect calls and
+/// a `memcpy` call, a ninth of an audit line's cost.
+fn quoted_as_is<'b>(name: &str, value: &str, buf: &'b mut [u8]) -> Option<&'b str> {
+    let len = name.len() + value.len() + 4;
+    let out = buf.get_mut(..len)?;
+    let (head, rest) = out.split_at_mut(name.len() + 3);
+    head[0] = b' ';
+    head[1..=name.len()].copy_from_slice(name.as_bytes());
+    head[name.len() + 1..].copy_from_slice(b"=\"");
+    let (body, tail) = rest.split_at_mut(value.len());
+    // Checked and copied in one pass.
+    for (to, &b) in body.iter_mut().zip(value.as_bytes()) {
+        if !(b' '..=b'~').contains(&b) || b == b'"' || b == b'\\' {
+            return None;
+        }
+        *to = b;
+    }
+    tail[0] = b'"';
+    std::str::from_utf8(out).ok()
+}
+
 impl Visit for Visitor<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
         // Most values (tool names, seams, digests, outcomes) need no escaping: written as
         // they are between quotes, they read exactly as `Debug` would write them.
-        if field.name() != "message"
-            && !self.first
-            && self.result.is_ok()
-            && value
-                .bytes()
-                .all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
-        {
-            self.result = [" ", name_of(field), "=\"", value, "\""]
-                .into_iter()
-                .try_for_each(|part| self.writer.write_str(part));
-            return;
+        if field.name() != "message" && !self.first && self.result.is_ok() {
+            if let Some(piece) = quoted_as_is(name_of(field), value, &mut [0; 160]) {
+                self.result = self.writer.write_str(piece);
+                return;
+            }
         }
         self.write(field, &value);
     }
@@ -334,6 +351,34 @@ mod tests {
                 rest.to_owned()
             })
             .collect()
+    }
+
+    /// A plain value is assembled whole; one that needs escaping, or does not fit, is left
+    /// to `Debug`.
+    #[test]
+    fn a_plain_field_is_assembled_as_debug_would_write_it() {
+        let mut buf = [0; 32];
+        assert_eq!(
+            quoted_as_is("name", "echo tool", &mut buf),
+            Some(r#" name="echo tool""#)
+        );
+        assert_eq!(quoted_as_is("detail", "", &mut buf), Some(r#" detail="""#));
+        for needs_escaping in ["say \"hi\"", "a\\b", "line\nbreak", "caf\u{e9}"] {
+            assert_eq!(
+                quoted_as_is("x", needs_escaping, &mut buf),
+                None,
+                "{needs_escaping:?}"
+            );
+        }
+        assert_eq!(
+            quoted_as_is("x", &"y".repeat(28), &mut buf),
+            None,
+            "too long"
+        );
+        assert_eq!(
+            quoted_as_is("x", &"y".repeat(27), &mut buf).map(str::len),
+            Some(32)
+        );
     }
 
     #[test]
