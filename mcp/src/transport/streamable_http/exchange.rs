@@ -5,8 +5,10 @@
 //! the stream's frames go, which a [`StreamLog`] says.
 
 use std::future::Future;
+use std::task::{Context, Poll, Waker};
 
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::layers::BoxFuture;
@@ -43,6 +45,25 @@ pub(crate) trait StreamLog: Send {
     /// The exchange stopped before its requests finished (their session closed).
     fn abandon(&mut self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
+    }
+}
+
+/// Starts an exchange (a [`drive`] and what sets it up): polled once right here, where
+/// most requests finish and answer, and only otherwise moved to a task of its own (so a
+/// client that goes away does not cancel it), which polls it again with a real waker.
+/// A request answered on its first poll costs no task: no spawn, no scheduling, no wake
+/// of the waiting handler. The handle of the task, when there is one.
+pub(super) fn start<F>(exchange: F) -> Option<JoinHandle<()>>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let mut exchange = Box::pin(exchange);
+    match exchange
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(()) => None,
+        Poll::Pending => Some(crate::util::spawn(exchange)),
     }
 }
 

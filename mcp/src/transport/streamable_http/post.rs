@@ -316,8 +316,8 @@ async fn sessionless(app: &Arc<App>, incoming: Incoming, extras: RequestExtras) 
     }
 }
 
-/// Runs a POST's requests on their own task (a client disconnecting does not cancel
-/// them) through the one exchange driver, and answers with JSON, or with an SSE stream
+/// Runs a POST's requests through the one exchange driver (on a task of their own once
+/// they wait for anything: a client disconnecting does not cancel them), and answers with JSON, or with an SSE stream
 /// once the requests produce a message before their responses.
 async fn answer_post(
     app: &Arc<App>,
@@ -335,7 +335,7 @@ async fn answer_post(
         .stream_log(session, live_tx, priming, &requests);
     let capacity = app.server.config().outbound_capacity;
     let running = Arc::clone(session);
-    crate::util::spawn(async move {
+    super::exchange::start(async move {
         let _busy = running.busy();
         let (sink, rx) = Outbound::channel(capacity);
         let work = futures::future::join_all(requests.into_iter().map(|m| {

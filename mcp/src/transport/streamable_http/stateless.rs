@@ -161,16 +161,19 @@ async fn serve(
 }
 
 /// Aborts the task running a request when dropped: when the client goes away before the
-/// answer, or closes the SSE stream.
-struct AbortOnDrop(AbortHandle);
+/// answer, or closes the SSE stream. Without a task (the request finished on its first
+/// poll) there is nothing to abort.
+struct AbortOnDrop(Option<AbortHandle>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
-        self.0.abort();
+        if let Some(task) = &self.0 {
+            task.abort();
+        }
     }
 }
 
-/// Runs the request on a task of its own and answers with its response as JSON, or with
+/// Runs the request (on a task of its own once it waits for anything) and answers with its response as JSON, or with
 /// an SSE stream as soon as it produces a notification before its response.
 async fn run(
     app: &Arc<App>,
@@ -182,7 +185,7 @@ async fn run(
     let id = request.id.clone();
     let (answer_tx, answer_rx) = oneshot::channel();
     let (live_tx, live_rx) = mpsc::channel(LIVE_CAPACITY);
-    let task = crate::util::spawn(exchange(
+    let task = super::exchange::start(exchange(
         app.server.clone(),
         request,
         RequestExtras {
@@ -196,7 +199,7 @@ async fn run(
         live_tx,
         answer_tx,
     ));
-    let guard = AbortOnDrop(task.abort_handle());
+    let guard = AbortOnDrop(task.map(|t| t.abort_handle()));
     match answer_rx.await {
         Ok(Answer::Json(reply)) => {
             json_response(status_for(reply.error_code()), reply.into_frame())
@@ -257,11 +260,11 @@ async fn exchange(
     let id = request.id.clone();
     let (sink, rx) = Outbound::channel(capacity);
     let conn = ConnId::new(STATELESS);
-    // The request's future (some 4 KiB) lives in a box of its own: inline, it would make
-    // this task's future twice that, and tokio moves a task's future several times as it
-    // spawns and finishes it (those copies were 7% of a 2026-07-28 request's server CPU
-    // over HTTP at 16 clients).
-    let work = Box::pin(async {
+    // Inline: `exchange::start` boxes this whole future before it is polled, so tokio,
+    // which moves a task's future several times as it spawns and finishes it, only ever
+    // moves the box (inline in the task those copies were 7% of a 2026-07-28 request's
+    // server CPU over HTTP at 16 clients).
+    let work = async {
         let reply = server
             .detached(&conn, Transport::Http)
             .handle_with(
@@ -280,7 +283,7 @@ async fn exchange(
                 &ErrorObject::internal("Internal error: the request ended without a response"),
             )
         }))]
-    });
+    };
     drive(
         work,
         rx,
