@@ -247,11 +247,13 @@ impl Visit for Visitor<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
         // Most values (tool names, seams, digests, outcomes) need no escaping: written as
         // they are between quotes, they read exactly as `Debug` would write them.
-        if field.name() != "message" && !self.first && self.result.is_ok() {
-            if let Some(piece) = quoted_as_is(name_of(field), value, &mut [0; 160]) {
-                self.result = self.writer.write_str(piece);
-                return;
-            }
+        if field.name() != "message"
+            && !self.first
+            && self.result.is_ok()
+            && let Some(piece) = quoted_as_is(name_of(field), value, &mut [0; 160])
+        {
+            self.result = self.writer.write_str(piece);
+            return;
         }
         self.write(field, &value);
     }
