@@ -14,8 +14,11 @@ use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-/// How long the writer thread collects lines while they keep coming.
-const BATCH: Duration = Duration::from_millis(1);
+/// How long the writer thread collects lines while they keep coming. Each batch wakes the
+/// thread, writes and wakes anyone waiting for the drain: at 1 ms, on a busy HTTP server
+/// those wake-ups took about 6% of the guarded server's CPU (16 clients, 18.6–19.2 µs per
+/// request at 1 ms, 17.2–17.7 at 5 ms); longer batches gained no more.
+const BATCH: Duration = Duration::from_millis(5);
 
 /// Above this many buffered bytes, a logging thread waits for the writer (back-pressure
 /// instead of loss or unbounded memory).
