@@ -50,67 +50,80 @@ impl Setup {
     async fn start_with(link_ttl: Duration, answer_url_required: bool) -> Setup {
         let third_party = MockProvider::start().await.unwrap();
         // The server's address is needed before it starts: the links name it.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let base = format!("http://127.0.0.1:{port}");
-        let resource = format!("{base}/mcp");
-        let tokens = Arc::new(MemoryTokenStore::new());
-        let connect = Connect::builder(&base)
-            .provider("codehost", third_party.provider())
-            .identity(
-                SignedCookie::new("session", COOKIE_KEY)
-                    .sign_in_page(format!("{base}/signin"))
-                    .insecure_for_local_development(),
+        for attempt in 0.. {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let base = format!("http://127.0.0.1:{port}");
+            let resource = format!("{base}/mcp");
+            let tokens = Arc::new(MemoryTokenStore::new());
+            let connect = Connect::builder(&base)
+                .provider("codehost", third_party.provider())
+                .identity(
+                    SignedCookie::new("session", COOKIE_KEY)
+                        .sign_in_page(format!("{base}/signin"))
+                        .insecure_for_local_development(),
+                )
+                .token_store(tokens.clone())
+                .link_ttl(link_ttl)
+                .answer_url_required(answer_url_required)
+                .build();
+            let server = Server::builder("connect-fixture", "1.0.0")
+                .state(connect.clone())
+                .tool(ToolDef::from_fn(
+                    "repositories",
+                    "Lists the user's repositories on the code host.",
+                    |ctx: mcp::Ctx, _: NoArgs| async move {
+                        let connect = ctx.state::<Connect>().expect("the Connect state");
+                        let token = connect.token(&ctx, "codehost").await?;
+                        Ok::<_, mcp::connect::ConnectError>(format!(
+                            "called the code host with {}",
+                            token.access_token()
+                        ))
+                    },
+                ))
+                .authorizer(policy(|_| mcp::auth::Decision::Allow))
+                .read_authorizer(allow_all())
+                .build()
+                .unwrap();
+            let auth = BearerAuth::new(
+                JwtVerifier::hs256(SECRET, ISSUER, resource.as_str()).unwrap(),
+                resource.as_str(),
             )
-            .token_store(tokens.clone())
-            .link_ttl(link_ttl)
-            .answer_url_required(answer_url_required)
-            .build();
-        let server = Server::builder("connect-fixture", "1.0.0")
-            .state(connect.clone())
-            .tool(ToolDef::from_fn(
-                "repositories",
-                "Lists the user's repositories on the code host.",
-                |ctx: mcp::Ctx, _: NoArgs| async move {
-                    let connect = ctx.state::<Connect>().expect("the Connect state");
-                    let token = connect.token(&ctx, "codehost").await?;
-                    Ok::<_, mcp::connect::ConnectError>(format!(
-                        "called the code host with {}",
-                        token.access_token()
-                    ))
-                },
-            ))
-            .authorizer(policy(|_| mcp::auth::Decision::Allow))
-            .read_authorizer(allow_all())
-            .build()
-            .unwrap();
-        let auth = BearerAuth::new(
-            JwtVerifier::hs256(SECRET, ISSUER, resource.as_str()).unwrap(),
-            resource.as_str(),
-        )
-        .authorization_server(ISSUER);
-        let config = test_config().bearer_auth(auth).connect(connect);
-        let app = mcp::transport::http::router(server, config.clone()).unwrap();
-        let bound = mcp::transport::http::HttpServer::bind(
-            app,
-            config,
-            format!("127.0.0.1:{port}").parse().unwrap(),
-        )
-        .await
-        .unwrap();
-        let addr = bound.local_addr().unwrap();
-        let shutdown = bound.shutdown_token();
-        tokio::spawn(bound.run_until(std::future::pending()));
-        let http = HttpTestServer::adopt(addr, shutdown);
-        Setup {
-            http,
-            third_party,
-            tokens,
-            resource,
+            .authorization_server(ISSUER);
+            let config = test_config().bearer_auth(auth).connect(connect);
+            let app = mcp::transport::http::router(server, config.clone()).unwrap();
+            let bound = mcp::transport::http::HttpServer::bind(
+                app,
+                config,
+                format!("127.0.0.1:{port}").parse().unwrap(),
+            )
+            .await;
+            // A port found free can be taken by a parallel test before the server binds it:
+            // then the whole fixture is made again around another port.
+            let bound = match bound {
+                Ok(bound) => bound,
+                Err(mcp::transport::http::HttpError::Io(e))
+                    if e.kind() == std::io::ErrorKind::AddrInUse && attempt < 10 =>
+                {
+                    continue;
+                }
+                Err(e) => panic!("the fixture's server did not bind: {e}"),
+            };
+            let addr = bound.local_addr().unwrap();
+            let shutdown = bound.shutdown_token();
+            tokio::spawn(bound.run_until(std::future::pending()));
+            let http = HttpTestServer::adopt(addr, shutdown);
+            return Setup {
+                http,
+                third_party,
+                tokens,
+                resource,
+            };
         }
+        unreachable!("the attempts above return or panic")
     }
 
     fn bearer(&self, user: &str) -> String {
