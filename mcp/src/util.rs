@@ -10,6 +10,16 @@ pub(crate) use outlined::spawn;
 
 use base64::Engine as _;
 
+/// Polls `fut` once, right here, with a waker that does nothing: how a transport runs a
+/// request's first poll inline (most requests finish in it) before deciding whether it
+/// needs a task of its own. A future still pending must be polled again with a real
+/// waker (its task's first poll does that), since any wake-up it asked for here is lost.
+pub(crate) fn poll_now<F: std::future::Future + ?Sized>(
+    fut: std::pin::Pin<&mut F>,
+) -> std::task::Poll<F::Output> {
+    fut.poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+}
+
 /// `n` bytes from the operating system's CSPRNG, as unpadded URL-safe base64: unguessable
 /// and made only of visible ASCII.
 pub(crate) fn random_token(n: usize) -> String {

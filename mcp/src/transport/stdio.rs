@@ -15,11 +15,10 @@
 //! backlog: with twice `max_requests_per_connection` requests unanswered, input is not read
 //! until one is answered.
 
-use std::future::Future as _;
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll, Waker};
+use std::task::Poll;
 use std::time::Duration;
 
 use memchr::memchr;
@@ -276,9 +275,7 @@ async fn handle_line(lines: &Lines<'_>, line: &[u8], max: usize, batch: &mut Str
                 // answered.
                 let owned = Arc::clone(conn);
                 let mut request = Box::pin(async move { owned.handle(message).await });
-                let first = request
-                    .as_mut()
-                    .poll(&mut Context::from_waker(Waker::noop()));
+                let first = crate::util::poll_now(request.as_mut());
                 match first {
                     Poll::Ready(reply) => push_reply(batch, reply),
                     Poll::Pending => {

@@ -5,7 +5,7 @@
 //! the stream's frames go, which a [`StreamLog`] says.
 
 use std::future::Future;
-use std::task::{Context, Poll, Waker};
+use std::task::Poll;
 
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -58,10 +58,7 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     let mut exchange = Box::pin(exchange);
-    match exchange
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
+    match crate::util::poll_now(exchange.as_mut()) {
         Poll::Ready(()) => None,
         Poll::Pending => Some(crate::util::spawn(exchange)),
     }
