@@ -317,8 +317,8 @@ async fn sessionless(app: &Arc<App>, incoming: Incoming, extras: RequestExtras) 
 }
 
 /// Runs a POST's requests through the one exchange driver (on a task of their own once
-/// they wait for anything: a client disconnecting does not cancel them), and answers with JSON, or with an SSE stream
-/// once the requests produce a message before their responses.
+/// they wait for anything: a client disconnecting does not cancel them), and answers with
+/// JSON, or with an SSE stream once the requests produce a message before their responses.
 async fn answer_post(
     app: &Arc<App>,
     session: &Arc<Session>,

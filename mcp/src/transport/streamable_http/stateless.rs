@@ -173,8 +173,9 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Runs the request (on a task of its own once it waits for anything) and answers with its response as JSON, or with
-/// an SSE stream as soon as it produces a notification before its response.
+/// Runs the request (on a task of its own once it waits for anything) and answers with its
+/// response as JSON, or with an SSE stream as soon as it produces a notification before
+/// its response.
 async fn run(
     app: &Arc<App>,
     request: Request,
