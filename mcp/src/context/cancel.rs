@@ -77,10 +77,19 @@ mod tests {
         let made = own.token(&conn).clone();
         conn.close();
         assert!(follows.is_cancelled(&conn));
-        assert!(follows.token(&conn).is_cancelled(), "the connection's own token");
-        assert!(!own.is_cancelled(&conn), "closing does not reach an unregistered token");
+        assert!(
+            follows.token(&conn).is_cancelled(),
+            "the connection's own token"
+        );
+        assert!(
+            !own.is_cancelled(&conn),
+            "closing does not reach an unregistered token"
+        );
         made.cancel();
-        assert!(own.is_cancelled(&conn), "the token made first is the one kept");
+        assert!(
+            own.is_cancelled(&conn),
+            "the token made first is the one kept"
+        );
         given.token(&conn).cancel();
         assert!(given.is_cancelled(&conn));
     }
