@@ -5,6 +5,7 @@
 
 pub mod cgroup;
 pub mod cluster;
+pub mod connect;
 pub mod gate;
 pub mod http;
 pub mod idp;

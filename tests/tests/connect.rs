@@ -31,8 +31,7 @@ fn now() -> u64 {
         .as_secs()
 }
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct NoArgs {}
+use mcp_tests::connect::NoArgs;
 
 /// The MCP server, its mock third party, the shared token store.
 struct Setup {
@@ -72,18 +71,7 @@ impl Setup {
                 .build();
             let server = Server::builder("connect-fixture", "1.0.0")
                 .state(connect.clone())
-                .tool(ToolDef::from_fn(
-                    "repositories",
-                    "Lists the user's repositories on the code host.",
-                    |ctx: mcp::Ctx, _: NoArgs| async move {
-                        let connect = ctx.state::<Connect>().expect("the Connect state");
-                        let token = connect.token(&ctx, "codehost").await?;
-                        Ok::<_, mcp::connect::ConnectError>(format!(
-                            "called the code host with {}",
-                            token.access_token()
-                        ))
-                    },
-                ))
+                .tool(mcp_tests::connect::repositories_tool())
                 .authorizer(policy(|_| mcp::auth::Decision::Allow))
                 .read_authorizer(allow_all())
                 .build()

@@ -19,7 +19,6 @@ use mcp::cluster::Cluster;
 use mcp::cluster::memory::MemoryBackend;
 use mcp::cluster::redis::RedisBackend;
 use mcp::connect::{BrowserUser, Connect, FlowLimits, PendingFlow, SignedCookie};
-use mcp::registry::ToolDef;
 use mcp::testing::third_party::MockProvider;
 use mcp::transport::http::BearerAuth;
 use mcp_tests::http::{HttpTestServer, McpHttp, SseReader, StatelessHttp, test_config};
@@ -39,9 +38,6 @@ const B: usize = 1;
 
 use mcp_tests::redis::BackendKind as Kind;
 use mcp_tests::response_text as text;
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct NoArgs {}
 
 /// Two replicas of one server with a `Connect`, sharing a backend, and the third party.
 struct Replicas {
@@ -137,18 +133,7 @@ async fn replica(
         .build();
     let server = Server::builder("connect-cluster", "1.0.0")
         .state(connect.clone())
-        .tool(ToolDef::from_fn(
-            "repositories",
-            "Lists the user's repositories on the code host.",
-            |ctx: mcp::Ctx, _: NoArgs| async move {
-                let connect = ctx.state::<Connect>().expect("the Connect state");
-                let token = connect.token(&ctx, "codehost").await?;
-                Ok::<_, mcp::connect::ConnectError>(format!(
-                    "called the code host with {}",
-                    token.access_token()
-                ))
-            },
-        ))
+        .tool(mcp_tests::connect::repositories_tool())
         .authorizer(policy(|_| mcp::auth::Decision::Allow))
         .read_authorizer(allow_all())
         .state_key(SHARED_KEY)
