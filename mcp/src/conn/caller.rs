@@ -112,15 +112,33 @@ impl AuthContext {
 }
 
 /// The headers of the HTTP request a message arrived in, read-only: names in lower case,
-/// in the order they came. Present on the HTTP transports only.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HttpHeaders {
-    /// Every name and value, back to back: one allocation for all of them, since every HTTP
-    /// request copies its headers here whether or not anything reads them.
-    text: String,
-    /// Where each header's name and value end in `text`; each name starts where the value
-    /// before it ended.
-    ends: Vec<(usize, usize)>,
+/// in the order they came, values that are text. Present on the HTTP transports only.
+#[derive(Clone, Default)]
+pub struct HttpHeaders(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    /// Given name by name ([`HttpHeaders::new`]): every name and value back to back in one
+    /// string, and where each header's name and value end in it (each name starts where
+    /// the value before it ended).
+    Listed {
+        text: String,
+        ends: Vec<(usize, usize)>,
+    },
+    /// The request's own header map, moved here rather than copied (every HTTP request
+    /// carries its headers whether or not anything reads them). The credentials the server
+    /// consumed (`Authorization`, `Cookie`) stay in it but are never shown.
+    #[cfg(feature = "http")]
+    Request(axum::http::HeaderMap),
+}
+
+impl Default for Repr {
+    fn default() -> Self {
+        Repr::Listed {
+            text: String::new(),
+            ends: Vec::new(),
+        }
+    }
 }
 
 #[cfg(feature = "otel")]
@@ -133,49 +151,97 @@ impl crate::telemetry::HeaderSource for HttpHeaders {
 impl HttpHeaders {
     /// Headers from name/value pairs (names are lower-cased).
     pub fn new(entries: impl IntoIterator<Item = (String, String)>) -> Self {
-        let mut headers = HttpHeaders::default();
+        let mut text = String::new();
+        let mut ends = Vec::new();
         for (name, value) in entries {
-            headers.push(&name, &value);
+            let start = text.len();
+            text.push_str(&name);
+            text[start..].make_ascii_lowercase();
+            let name_end = text.len();
+            text.push_str(&value);
+            ends.push((name_end, text.len()));
         }
-        headers
+        HttpHeaders(Repr::Listed { text, ends })
     }
 
-    /// Room for `count` headers of `bytes` bytes of names and values in all.
+    /// The headers of an HTTP request, as handlers and layers may see them: every header
+    /// but the credentials the server consumed (`Authorization`, `Cookie`), which must not
+    /// travel further into user code or its logs, and no value that is not text.
     #[cfg(feature = "http")]
-    pub(crate) fn with_capacity(count: usize, bytes: usize) -> Self {
-        HttpHeaders {
-            text: String::with_capacity(bytes),
-            ends: Vec::with_capacity(count),
-        }
-    }
-
-    /// Appends a header (its name lower-cased).
-    pub(crate) fn push(&mut self, name: &str, value: &str) {
-        let start = self.text.len();
-        self.text.push_str(name);
-        self.text[start..].make_ascii_lowercase();
-        let name_end = self.text.len();
-        self.text.push_str(value);
-        self.ends.push((name_end, self.text.len()));
+    pub(crate) fn of_request(headers: axum::http::HeaderMap) -> Self {
+        HttpHeaders(Repr::Request(headers))
     }
 
     /// The first value of header `name` (any case).
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v)
+        match &self.0 {
+            Repr::Listed { .. } => self
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v),
+            #[cfg(feature = "http")]
+            Repr::Request(map) if shown(name) => map
+                .get_all(name)
+                .iter()
+                .find_map(|value| value.to_str().ok()),
+            #[cfg(feature = "http")]
+            Repr::Request(_) => None,
+        }
     }
 
     /// Every header, in order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        let (text, ends): (&str, &[(usize, usize)]) = match &self.0 {
+            Repr::Listed { text, ends } => (text, ends),
+            #[cfg(feature = "http")]
+            Repr::Request(_) => ("", &[]),
+        };
         let mut start = 0;
-        self.ends.iter().map(move |&(name_end, value_end)| {
-            let header = (&self.text[start..name_end], &self.text[name_end..value_end]);
+        let listed = ends.iter().map(move |&(name_end, value_end)| {
+            let header = (&text[start..name_end], &text[name_end..value_end]);
             start = value_end;
             header
+        });
+        #[cfg(feature = "http")]
+        let listed = listed.chain(self.request_headers());
+        listed
+    }
+
+    /// A request's headers that handlers may see (none for headers given name by name).
+    #[cfg(feature = "http")]
+    fn request_headers(&self) -> impl Iterator<Item = (&str, &str)> {
+        let map = match &self.0 {
+            Repr::Request(map) => Some(map),
+            Repr::Listed { .. } => None,
+        };
+        map.into_iter().flat_map(|map| {
+            map.iter()
+                .filter(|(name, _)| shown(name.as_str()))
+                .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)))
         })
     }
 }
+
+/// Whether handlers may see header `name`: not the credentials the server consumed.
+#[cfg(feature = "http")]
+fn shown(name: &str) -> bool {
+    !(name.eq_ignore_ascii_case("authorization") || name.eq_ignore_ascii_case("cookie"))
+}
+
+// By what they show: the credentials a request's map keeps are never printed or compared.
+impl std::fmt::Debug for HttpHeaders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl PartialEq for HttpHeaders {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for HttpHeaders {}
 
 #[cfg(test)]
 mod tests {

@@ -55,23 +55,24 @@ pub(crate) fn bad_request(message: impl Into<Cow<'static, str>>) -> Response {
     rpc_error(StatusCode::BAD_REQUEST, codes::INVALID_REQUEST, message)
 }
 
-/// One allowed `Host` entry: a lower-case name (an IPv6 literal keeps its brackets) and
-/// an optional port.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct HostRule {
-    name: String,
+/// A `Host`: its name as written (an IPv6 literal keeps its brackets; names compare
+/// without regard to case) and an optional port. Borrowed, so checking a request's `Host`
+/// copies nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct HostParts<'a> {
+    name: &'a str,
     port: Option<u16>,
 }
 
-/// One allowed `Origin` entry.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct OriginRule {
-    scheme: String,
-    host: HostRule,
+/// An `Origin`, borrowed like [`HostParts`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct OriginParts<'a> {
+    scheme: &'a str,
+    host: HostParts<'a>,
 }
 
 /// Splits `name[:port]` or `[v6][:port]`. `None` for an unparseable port.
-fn split_host(s: &str) -> Option<HostRule> {
+fn split_host(s: &str) -> Option<HostParts<'_>> {
     let s = s.trim();
     if s.is_empty() {
         return None;
@@ -95,30 +96,59 @@ fn split_host(s: &str) -> Option<HostRule> {
         Some(p) => Some(p.parse::<u16>().ok()?),
         None => None,
     };
-    Some(HostRule {
-        name: name.to_ascii_lowercase(),
-        port,
-    })
+    Some(HostParts { name, port })
 }
 
-fn split_origin(s: &str) -> Option<OriginRule> {
+fn split_origin(s: &str) -> Option<OriginParts<'_>> {
     let (scheme, rest) = s.trim().split_once("://")?;
     let authority = rest.split('/').next()?;
     if authority.contains('@') {
         return None;
     }
-    Some(OriginRule {
-        scheme: scheme.to_ascii_lowercase(),
+    Some(OriginParts {
+        scheme,
         host: split_host(authority)?,
     })
 }
 
 fn default_port(scheme: &str) -> Option<u16> {
-    match scheme {
-        "http" | "ws" => Some(80),
-        "https" | "wss" => Some(443),
-        _ => None,
+    let is = |name: &str| scheme.eq_ignore_ascii_case(name);
+    if is("http") || is("ws") {
+        Some(80)
+    } else if is("https") || is("wss") {
+        Some(443)
+    } else {
+        None
     }
+}
+
+/// An allowed `Host` entry, parsed once from the configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct HostRule {
+    name: String,
+    port: Option<u16>,
+}
+
+impl HostRule {
+    fn of(parts: HostParts<'_>) -> Self {
+        HostRule {
+            name: parts.name.to_owned(),
+            port: parts.port,
+        }
+    }
+
+    /// Whether this entry admits a host named `host` on `port` (any port when the entry
+    /// names none).
+    fn admits(&self, host: &HostParts<'_>, port: Option<u16>) -> bool {
+        self.name.eq_ignore_ascii_case(host.name) && (self.port.is_none() || self.port == port)
+    }
+}
+
+/// An allowed `Origin` entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct OriginRule {
+    scheme: String,
+    host: HostRule,
 }
 
 /// What the guard layer checks, compiled once from the configuration.
@@ -148,21 +178,23 @@ impl Guard {
             if h.trim() == "*" {
                 guard.any_host = true;
             } else {
-                guard.hosts.push(
-                    split_host(h)
-                        .ok_or_else(|| format!("allowed host {h:?} is not name[:port]"))?,
-                );
+                guard
+                    .hosts
+                    .push(HostRule::of(split_host(h).ok_or_else(|| {
+                        format!("allowed host {h:?} is not name[:port]")
+                    })?));
             }
         }
         for o in origins {
             if o.trim() == "*" {
                 guard.any_origin = true;
             } else {
-                guard.origins.push(
-                    split_origin(o).ok_or_else(|| {
-                        format!("allowed origin {o:?} is not scheme://host[:port]")
-                    })?,
-                );
+                let parts = split_origin(o)
+                    .ok_or_else(|| format!("allowed origin {o:?} is not scheme://host[:port]"))?;
+                guard.origins.push(OriginRule {
+                    scheme: parts.scheme.to_owned(),
+                    host: HostRule::of(parts.host),
+                });
             }
         }
         Ok(guard)
@@ -175,9 +207,7 @@ impl Guard {
         let Some(h) = split_host(host) else {
             return false;
         };
-        self.hosts
-            .iter()
-            .any(|r| r.name == h.name && (r.port.is_none() || r.port == h.port))
+        self.hosts.iter().any(|r| r.admits(&h, h.port))
     }
 
     pub(crate) fn origin_allowed(&self, origin: &str) -> bool {
@@ -187,12 +217,10 @@ impl Guard {
         let Some(o) = split_origin(origin) else {
             return false;
         };
-        let port = o.host.port.or_else(|| default_port(&o.scheme));
-        self.origins.iter().any(|r| {
-            r.scheme == o.scheme
-                && r.host.name == o.host.name
-                && (r.host.port.is_none() || r.host.port == port)
-        })
+        let port = o.host.port.or_else(|| default_port(o.scheme));
+        self.origins
+            .iter()
+            .any(|r| r.scheme.eq_ignore_ascii_case(o.scheme) && r.host.admits(&o.host, port))
     }
 
     /// Checks one request; `Err` is the response that refuses it.
@@ -217,10 +245,9 @@ impl Guard {
             .headers()
             .get(header::HOST)
             .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-            .or_else(|| req.uri().authority().map(|a| a.as_str().to_owned()));
+            .or_else(|| req.uri().authority().map(|a| a.as_str()));
         match host {
-            Some(h) if self.host_allowed(&h) => {}
+            Some(h) if self.host_allowed(h) => {}
             Some(h) => {
                 return Err(forbidden(format!(
                     "Forbidden: the Host {h:?} is not allowed (DNS rebinding protection); \
@@ -269,36 +296,31 @@ pub(crate) fn accepts(headers: &HeaderMap, mime: &str) -> bool {
         .flat_map(|v| v.split(','))
         .any(|range| {
             let mut parts = range.split(';');
-            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let media = parts.next().unwrap_or("").trim();
             let zero_quality = parts.any(|p| {
                 p.trim()
                     .strip_prefix("q=")
                     .and_then(|q| q.trim().parse::<f32>().ok())
                     .is_some_and(|q| q <= 0.0)
             });
-            !zero_quality && (media == mime || media == "*/*" || media == format!("{kind}/*"))
+            // Compared in place, without regard to case: this runs on every POST.
+            let (range_kind, range_sub) = media.split_once('/').unwrap_or((media, ""));
+            let names = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+            !zero_quality
+                && (names(media, mime)
+                    || media == "*/*"
+                    || (names(range_kind, kind) && range_sub == "*"))
         })
 }
 
-/// The request's headers as handlers and layers see them ([`Ctx::http_headers`]): every
-/// header except the credentials (`Authorization`, `Cookie`), which the server consumed
-/// and which must not travel further into user code or its logs. Values that are not
-/// text are left out.
+/// The request's headers as handlers and layers see them ([`Ctx::http_headers`]): moved,
+/// not copied; every header but the credentials (`Authorization`, `Cookie`), which the
+/// server consumed and which must not travel further into user code or its logs. Values
+/// that are not text are left out.
 ///
 /// [`Ctx::http_headers`]: crate::Ctx::http_headers
-pub(crate) fn http_headers(headers: &HeaderMap) -> Arc<crate::conn::HttpHeaders> {
-    let kept = || {
-        headers
-            .iter()
-            .filter(|(name, _)| *name != header::AUTHORIZATION && *name != header::COOKIE)
-            .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)))
-    };
-    let bytes = kept().map(|(n, v)| n.len() + v.len()).sum();
-    let mut copy = crate::conn::HttpHeaders::with_capacity(headers.len(), bytes);
-    for (name, value) in kept() {
-        copy.push(name, value);
-    }
-    Arc::new(copy)
+pub(crate) fn http_headers(headers: HeaderMap) -> Arc<crate::conn::HttpHeaders> {
+    Arc::new(crate::conn::HttpHeaders::of_request(headers))
 }
 
 /// Whether the request body is declared as JSON (`application/json`, any parameters).
@@ -386,7 +408,7 @@ mod tests {
             header::HeaderValue::from_bytes(b"caf\xe9").unwrap(),
         );
         map.insert("mcp-method", "tools/call".parse().unwrap());
-        let seen = http_headers(&map);
+        let seen = http_headers(map);
         assert_eq!(
             seen.iter().collect::<Vec<_>>(),
             [
@@ -398,6 +420,17 @@ mod tests {
         );
         assert_eq!(seen.get("Mcp-Method"), Some("tools/call"));
         assert_eq!(seen.get("authorization"), None);
+        assert_eq!(seen.get("Cookie"), None);
+        // The credentials are kept in the map but never shown, printed or compared.
+        assert!(!format!("{seen:?}").contains("secret"));
+        let mut without = HeaderMap::new();
+        for (name, value) in seen.iter() {
+            without.append(
+                header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                value.parse().unwrap(),
+            );
+        }
+        assert_eq!(*seen, *http_headers(without));
     }
 
     /// A body held alone (as a large body collected from several reads is) is not copied:

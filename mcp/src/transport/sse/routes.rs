@@ -191,9 +191,11 @@ async fn receive(
     State(app): State<Arc<App>>,
     principal: Option<Extension<Arc<Principal>>>,
     Query(query): Query<SessionQuery>,
-    headers: HeaderMap,
-    body: Body,
+    request: axum::extract::Request,
 ) -> Response {
+    // The headers are moved into the request's extras below, not copied.
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
     if !is_json(&headers) {
         return unsupported_media_type(&headers);
     }
@@ -221,7 +223,7 @@ async fn receive(
         Err(r) => return r,
     };
     let incoming = decode_body(bytes);
-    let http_headers = http_headers(&headers);
+    let http_headers = http_headers(headers);
     match incoming {
         Incoming::Single(Err(e)) => json_response(
             StatusCode::BAD_REQUEST,

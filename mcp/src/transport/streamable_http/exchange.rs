@@ -7,27 +7,32 @@
 use std::future::Future;
 use std::task::Poll;
 
-use tokio::sync::oneshot;
+use axum::body::Bytes;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::layers::BoxFuture;
 use crate::server::{OutboundReceiver, Reply};
 
+use super::session::LIVE_CAPACITY;
+
 /// How a POST is answered, decided by what its requests produce first.
 pub(crate) enum Answer {
     /// The replies came before anything else: one JSON body (a batch's replies as one array).
     Json(Reply),
-    /// Something came first: the response is an SSE stream.
-    Stream,
+    /// Something came first: the response is an SSE stream of what arrives here (the
+    /// channel is made only then: most exchanges never need one).
+    Stream(mpsc::Receiver<Bytes>),
     /// Nothing to answer (the request was cancelled).
     Nothing,
 }
 
 /// Where the frames of an exchange that became a stream go.
 pub(crate) trait StreamLog: Send {
-    /// The response becomes a stream (called once, before the first frame).
-    fn open(&mut self) -> BoxFuture<'_, ()>;
+    /// The response becomes a stream whose events go to `live` (called once, before the
+    /// first frame).
+    fn open(&mut self, live: mpsc::Sender<Bytes>) -> BoxFuture<'_, ()>;
 
     /// One frame the requests sent before their replies; `false` when nobody reads the
     /// stream any more, which ends the exchange.
@@ -39,12 +44,30 @@ pub(crate) trait StreamLog: Send {
     /// The requests are done and nothing is answered yet (a cluster session saves what the
     /// requests changed here, so the client's next request sees it wherever it lands).
     fn settle(&mut self) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
+        done()
     }
 
     /// The exchange stopped before its requests finished (their session closed).
     fn abandon(&mut self) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
+        done()
+    }
+}
+
+/// A finished step of a [`StreamLog`] that had nothing to wait for. Boxing a zero-sized
+/// future allocates nothing, where boxing `async {}` or `ready(())` (one byte of state
+/// each) allocates on every exchange.
+pub(crate) fn done<'a>() -> BoxFuture<'a, ()> {
+    Box::pin(Done)
+}
+
+/// A future that is ready at once with nothing, and has no state.
+struct Done;
+
+impl Future for Done {
+    type Output = ();
+
+    fn poll(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> Poll<()> {
+        Poll::Ready(())
     }
 }
 
@@ -68,15 +91,17 @@ where
 /// answer, sent on `answer` as soon as it is known. `premade` replies (refusals decided
 /// before dispatch) go first; `batch` answers with an array. `stop` ends the exchange
 /// without answering.
-pub(super) async fn drive(
-    work: impl Future<Output = Vec<Option<Reply>>>,
+pub(super) async fn drive<R>(
+    work: impl Future<Output = R>,
     mut rx: OutboundReceiver,
     premade: Vec<Reply>,
     batch: bool,
     stop: Option<CancellationToken>,
     log: &mut dyn StreamLog,
     answer: oneshot::Sender<Answer>,
-) {
+) where
+    R: IntoIterator<Item = Option<Reply>>,
+{
     tokio::pin!(work);
     let stopped = async {
         match &stop {
@@ -100,10 +125,7 @@ pub(super) async fn drive(
                 Some(frame) => {
                     if !open {
                         open = true;
-                        log.open().await;
-                        if let Some(tx) = answer.take() {
-                            let _ = tx.send(Answer::Stream);
-                        }
+                        open_stream(log, &mut answer).await;
                     }
                     if !log.publish(frame).await {
                         return;
@@ -119,15 +141,12 @@ pub(super) async fn drive(
         early.push(frame);
     }
     log.settle().await;
-    let replies: Vec<Reply> = premade
-        .into_iter()
-        .chain(replies.into_iter().flatten())
-        .collect();
+    let mut replies = premade.into_iter().chain(replies.into_iter().flatten());
     if !open && early.is_empty() {
         let body = if batch {
-            Reply::batch(replies)
+            Reply::batch(replies.collect())
         } else {
-            replies.into_iter().next()
+            replies.next()
         };
         if let Some(tx) = answer.take() {
             let _ = tx.send(body.map_or(Answer::Nothing, Answer::Json));
@@ -135,15 +154,22 @@ pub(super) async fn drive(
         return;
     }
     if !open {
-        log.open().await;
-        if let Some(tx) = answer.take() {
-            let _ = tx.send(Answer::Stream);
-        }
+        open_stream(log, &mut answer).await;
     }
     for frame in early {
         if !log.publish(frame).await {
             return;
         }
     }
-    log.finish(replies).await;
+    log.finish(replies.collect()).await;
+}
+
+/// Turns the exchange's response into a stream: its channel, opened in `log`, and the
+/// answer that hands its receiving end to the response.
+async fn open_stream(log: &mut dyn StreamLog, answer: &mut Option<oneshot::Sender<Answer>>) {
+    let (live, events) = mpsc::channel(LIVE_CAPACITY);
+    log.open(live).await;
+    if let Some(tx) = answer.take() {
+        let _ = tx.send(Answer::Stream(events));
+    }
 }

@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
+use crate::auth::Principal;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::errors::with_session;
 use super::errors::{accepted, decode_error, session_not_found, session_required, sessions_full};
@@ -18,7 +18,7 @@ use super::request::{
     ANONYMOUS, MaybePrincipal, VERSION_HEADER, lookup, principal_of, session_header, step_up,
     version_header,
 };
-use super::session::{self, LIVE_CAPACITY, Session};
+use super::session::{self, Session};
 use super::stateless;
 use crate::protocol::inbound::{EraSignals, VersionHeader};
 use crate::protocol::jsonrpc::Incoming;
@@ -76,9 +76,11 @@ fn version_signal(headers: &HeaderMap) -> VersionHeader {
 pub(super) async fn post_handler(
     State(app): State<Arc<App>>,
     principal: MaybePrincipal,
-    headers: HeaderMap,
-    body: Body,
+    request: axum::extract::Request,
 ) -> Response {
+    // The headers are moved into the requests' extras below, not copied.
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
     if !is_json(&headers) {
         return unsupported_media_type(&headers);
     }
@@ -121,13 +123,14 @@ pub(super) async fn post_handler(
     };
     let initialize = signals.initialize;
     let route = classify(session_id, signals, app.config.sessionless);
-    // What every handshake-era request of this POST carries besides the message.
-    let extras = RequestExtras {
+    // What every handshake-era request of this POST carries besides the message; the
+    // headers move into it once nothing else reads them.
+    let extras = |principal: Option<Arc<Principal>>, headers: HeaderMap| RequestExtras {
         sink: None,
-        principal: principal.clone(),
+        principal,
         era: Some(Era::Handshake),
         meta: None,
-        headers: Some(http_headers(&headers)),
+        headers: Some(http_headers(headers)),
     };
     match route {
         Route::Session(id) => {
@@ -146,6 +149,7 @@ pub(super) async fn post_handler(
                     &session,
                 );
             }
+            let extras = extras(principal, headers);
             let response = on_session(&app, &session, incoming, extras).await;
             with_session(response, &session)
         }
@@ -153,14 +157,16 @@ pub(super) async fn post_handler(
             let Incoming::Single(Ok(message)) = incoming else {
                 return session_required();
             };
-            start_session(&app, message, extras).await
+            start_session(&app, message, extras(principal, headers)).await
         }
-        Route::Sessionless if app.config.sessionless => sessionless(&app, incoming, extras).await,
+        Route::Sessionless if app.config.sessionless => {
+            sessionless(&app, incoming, extras(principal, headers)).await
+        }
         Route::Sessionless => match incoming {
             Incoming::Single(Err(e)) => decode_error(&e),
             _ => session_required(),
         },
-        Route::Stateless => stateless::post(&app, &headers, incoming, principal).await,
+        Route::Stateless => stateless::post(&app, headers, incoming, principal).await,
     }
 }
 
@@ -241,15 +247,7 @@ async fn on_session(
             if let Some(refusal) = step_up(app, &request, extras.principal.as_deref()) {
                 return refusal;
             }
-            answer_post(
-                app,
-                session,
-                vec![Message::Request(request)],
-                Vec::new(),
-                false,
-                extras,
-            )
-            .await
+            answer_post(app, session, Work::One(Message::Request(request)), extras).await
         }
         Incoming::Single(Ok(message)) => {
             not_a_request(session, message).await;
@@ -267,7 +265,7 @@ async fn on_session(
             if requests.is_empty() && premade.is_empty() {
                 return accepted();
             }
-            answer_post(app, session, requests, premade, true, extras).await
+            answer_post(app, session, Work::Batch(requests, premade), extras).await
         }
     }
 }
@@ -316,46 +314,66 @@ async fn sessionless(app: &Arc<App>, incoming: Incoming, extras: RequestExtras) 
     }
 }
 
+/// What a POST on a session runs.
+enum Work {
+    /// One request, answered with one response.
+    One(Message),
+    /// A batch's requests, and the replies decided for it before dispatch; answered with
+    /// one array.
+    Batch(Vec<Message>, Vec<Reply>),
+}
+
 /// Runs a POST's requests through the one exchange driver (on a task of their own once
 /// they wait for anything: a client disconnecting does not cancel them), and answers with
 /// JSON, or with an SSE stream once the requests produce a message before their responses.
 async fn answer_post(
     app: &Arc<App>,
     session: &Arc<Session>,
-    requests: Vec<Message>,
-    premade: Vec<Reply>,
-    batch: bool,
+    work: Work,
     extras: RequestExtras,
 ) -> Response {
     let (answer_tx, answer_rx) = oneshot::channel();
-    let (live_tx, live_rx) = mpsc::channel(LIVE_CAPACITY);
     let priming = session.primes().then_some(app.config.retry);
-    let mut log = session
-        .backend
-        .stream_log(session, live_tx, priming, &requests);
+    let requests = match &work {
+        Work::One(message) => std::slice::from_ref(message),
+        Work::Batch(requests, _) => requests,
+    };
+    let mut log = session.backend.stream_log(session, priming, requests);
     let capacity = app.server.config().outbound_capacity;
     let running = Arc::clone(session);
     super::exchange::start(async move {
         let _busy = running.busy();
         let (sink, rx) = Outbound::channel(capacity);
-        let work = futures::future::join_all(requests.into_iter().map(|m| {
-            running.conn.handle_with(
-                m,
-                RequestExtras {
-                    sink: Some(sink.clone()),
-                    ..extras.clone()
-                },
-            )
-        }));
-        // The requests hold the only senders: the receiver closes when they are done.
-        drop(sink);
         let stop = Some(running.closed.clone());
-        drive(work, rx, premade, batch, stop, &mut *log, answer_tx).await;
+        let with_sink = |sink: &Outbound| RequestExtras {
+            sink: Some(sink.clone()),
+            ..extras.clone()
+        };
+        match work {
+            // One request needs neither `join_all`'s array of futures nor a list of
+            // replies: this is every POST of a client that does not batch.
+            Work::One(message) => {
+                let extras = with_sink(&sink);
+                // The requests hold the only senders: the receiver closes when they are done.
+                drop(sink);
+                let work = async { [running.conn.handle_with(message, extras).await] };
+                drive(work, rx, Vec::new(), false, stop, &mut *log, answer_tx).await;
+            }
+            Work::Batch(requests, premade) => {
+                let work = futures::future::join_all(
+                    requests
+                        .into_iter()
+                        .map(|m| running.conn.handle_with(m, with_sink(&sink))),
+                );
+                drop(sink);
+                drive(work, rx, premade, true, stop, &mut *log, answer_tx).await;
+            }
+        }
     });
     match answer_rx.await {
         Ok(Answer::Json(reply)) => json_response(StatusCode::OK, reply.into_frame()),
         Ok(Answer::Nothing) => accepted(),
-        Ok(Answer::Stream) => sse_response(
+        Ok(Answer::Stream(live_rx)) => sse_response(
             live_rx,
             app.config.keep_alive,
             Stops {

@@ -59,7 +59,6 @@ pub(crate) trait SessionBackend: Send + Sync + 'static {
     fn stream_log(
         &self,
         session: &Arc<Session>,
-        live: mpsc::Sender<Bytes>,
         priming: Option<Duration>,
         requests: &[Message],
     ) -> Box<dyn StreamLog>;

@@ -42,10 +42,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use super::errors::{accepted, decode_error};
-use super::exchange::{Answer, StreamLog, drive};
+use super::exchange::{Answer, StreamLog, done, drive};
 use super::headers::{self, Mirrored};
 use super::request::{VERSION_HEADER, step_up};
-use super::session::LIVE_CAPACITY;
 use crate::auth::Principal;
 use crate::conn::HttpHeaders;
 use crate::layers::BoxFuture;
@@ -66,7 +65,7 @@ const STATELESS: &str = "http-stateless";
 /// Serves one POST of the stateless revision.
 pub(super) async fn post(
     app: &Arc<App>,
-    headers: &HeaderMap,
+    headers: HeaderMap,
     incoming: Incoming,
     principal: Option<Arc<Principal>>,
 ) -> Response {
@@ -146,11 +145,11 @@ fn refuse(id: &RequestId, Refusal(status, error): Refusal) -> Response {
 
 async fn serve(
     app: &Arc<App>,
-    headers: &HeaderMap,
+    headers: HeaderMap,
     request: Request,
     principal: Option<Arc<Principal>>,
 ) -> Response {
-    let meta = match validate(app, headers, &request) {
+    let meta = match validate(app, &headers, &request) {
         Ok(meta) => meta,
         Err(refusal) => return refuse(&request.id, refusal),
     };
@@ -185,7 +184,6 @@ async fn run(
 ) -> Response {
     let id = request.id.clone();
     let (answer_tx, answer_rx) = oneshot::channel();
-    let (live_tx, live_rx) = mpsc::channel(LIVE_CAPACITY);
     let task = super::exchange::start(exchange(
         app.server.clone(),
         request,
@@ -197,7 +195,6 @@ async fn run(
             headers: Some(headers),
         },
         app.server.config().outbound_capacity,
-        live_tx,
         answer_tx,
     ));
     let guard = AbortOnDrop(task.map(|t| t.abort_handle()));
@@ -206,7 +203,7 @@ async fn run(
             json_response(status_for(reply.error_code()), reply.into_frame())
         }
         Ok(Answer::Nothing) => accepted(),
-        Ok(Answer::Stream) => sse_response(
+        Ok(Answer::Stream(live_rx)) => sse_response(
             live_rx,
             app.config.keep_alive,
             Stops::default(),
@@ -228,23 +225,34 @@ async fn run(
 }
 
 /// A stateless request's stream: straight to its one response body, nothing stored (it
-/// cannot be resumed).
-struct Direct(mpsc::Sender<Bytes>);
+/// cannot be resumed). Empty until the response becomes a stream.
+struct Direct(Option<mpsc::Sender<Bytes>>);
+
+impl Direct {
+    /// Sends one event; `false` when nobody reads the stream (or there is none).
+    async fn send(&self, frame: &str) -> bool {
+        match &self.0 {
+            Some(live) => live.send(message_event(None, frame)).await.is_ok(),
+            None => false,
+        }
+    }
+}
 
 impl StreamLog for Direct {
-    fn open(&mut self) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
+    fn open(&mut self, live: mpsc::Sender<Bytes>) -> BoxFuture<'_, ()> {
+        self.0 = Some(live);
+        done()
     }
 
     fn publish(&mut self, frame: String) -> BoxFuture<'_, bool> {
         // A closed stream means its reader is gone: nobody is left to answer.
-        Box::pin(async move { self.0.send(message_event(None, &frame)).await.is_ok() })
+        Box::pin(async move { self.send(&frame).await })
     }
 
     fn finish(&mut self, replies: Vec<Reply>) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             for reply in replies {
-                let _ = self.0.send(message_event(None, reply.frame())).await;
+                self.send(reply.frame()).await;
             }
         })
     }
@@ -255,7 +263,6 @@ async fn exchange(
     request: Request,
     extras: RequestExtras,
     capacity: usize,
-    live_tx: mpsc::Sender<Bytes>,
     answer_tx: oneshot::Sender<Answer>,
 ) {
     let id = request.id.clone();
@@ -278,7 +285,7 @@ async fn exchange(
             .await;
         // A request always has a response; a missing one is an internal failure, still
         // answered so the client is not left waiting.
-        vec![Some(reply.unwrap_or_else(|| {
+        [Some(reply.unwrap_or_else(|| {
             Reply::error(
                 Some(&id),
                 &ErrorObject::internal("Internal error: the request ended without a response"),
@@ -291,7 +298,7 @@ async fn exchange(
         Vec::new(),
         false,
         None,
-        &mut Direct(live_tx),
+        &mut Direct(None),
         answer_tx,
     )
     .await;

@@ -197,14 +197,12 @@ impl SessionBackend for ClusterSessions {
     fn stream_log(
         &self,
         session: &Arc<Session>,
-        live: mpsc::Sender<Bytes>,
         priming: Option<Duration>,
         requests: &[Message],
     ) -> Box<dyn StreamLog> {
         Box::new(ClusterLog::new(
             Arc::clone(session),
             Arc::clone(&self.0),
-            live,
             priming,
             requests,
         ))
@@ -626,7 +624,7 @@ pub(crate) async fn publish(
 async fn open_stream(
     session: &Session,
     shared: &Shared,
-    live: &mpsc::Sender<Bytes>,
+    live: mpsc::Sender<Bytes>,
     priming: Option<Duration>,
     calls: &[StreamCall],
 ) -> u64 {
@@ -651,11 +649,7 @@ async fn open_stream(
         tracing::warn!(target: "mcp::cluster", error = %e, "could not record a running stream");
     }
     let cursor = format!("{stream}-0-0");
-    session.attach_live(
-        stream,
-        live.clone(),
-        priming.map(|retry| (cursor.as_str(), retry)),
-    );
+    session.attach_live(stream, live, priming.map(|retry| (cursor.as_str(), retry)));
     stream
 }
 
@@ -696,7 +690,6 @@ pub(crate) fn calls_of(requests: &[Message]) -> Vec<StreamCall> {
 pub(crate) struct ClusterLog {
     session: Arc<Session>,
     shared: Arc<Shared>,
-    live: mpsc::Sender<Bytes>,
     priming: Option<Duration>,
     calls: Vec<StreamCall>,
     before: Option<Snapshot>,
@@ -710,7 +703,6 @@ impl ClusterLog {
     pub(crate) fn new(
         session: Arc<Session>,
         shared: Arc<Shared>,
-        live: mpsc::Sender<Bytes>,
         priming: Option<Duration>,
         requests: &[Message],
     ) -> Self {
@@ -719,7 +711,6 @@ impl ClusterLog {
             calls: calls_of(requests),
             session,
             shared,
-            live,
             priming,
             stream: None,
             parked: Vec::new(),
@@ -728,7 +719,7 @@ impl ClusterLog {
 }
 
 impl StreamLog for ClusterLog {
-    fn open(&mut self) -> BoxFuture<'_, ()> {
+    fn open(&mut self, live: mpsc::Sender<Bytes>) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             // The calls' spans exist by now: a replica that resumes the stream links to them.
             #[cfg(feature = "otel")]
@@ -740,14 +731,8 @@ impl StreamLog for ClusterLog {
                         .and_then(|id| traces.get(&id).cloned());
                 }
             }
-            let id = open_stream(
-                &self.session,
-                &self.shared,
-                &self.live,
-                self.priming,
-                &self.calls,
-            )
-            .await;
+            let id =
+                open_stream(&self.session, &self.shared, live, self.priming, &self.calls).await;
             self.stream = Some(id);
         })
     }

@@ -14,7 +14,7 @@ use crate::protocol::Message;
 use crate::server::{Reply, Server};
 use crate::transport::http::guard::bad_request;
 use crate::transport::streamable_http::errors::{already_open, session_not_found};
-use crate::transport::streamable_http::exchange::StreamLog;
+use crate::transport::streamable_http::exchange::{StreamLog, done};
 use crate::transport::streamable_http::session::{
     AlreadyOpen, EventId, Opened, Resume, STANDALONE, Session, SessionBackend, SessionTable,
 };
@@ -59,13 +59,11 @@ impl SessionBackend for LocalSessions {
     fn stream_log(
         &self,
         session: &Arc<Session>,
-        live: mpsc::Sender<Bytes>,
         priming: Option<Duration>,
         _requests: &[Message],
     ) -> Box<dyn StreamLog> {
         Box::new(LocalLog {
             session: Arc::clone(session),
-            live,
             priming,
             stream: None,
         })
@@ -119,15 +117,14 @@ impl SessionBackend for LocalSessions {
 /// A local session's stream: numbered and stored in the session, for `Last-Event-ID`.
 struct LocalLog {
     session: Arc<Session>,
-    live: mpsc::Sender<Bytes>,
     priming: Option<Duration>,
     stream: Option<u64>,
 }
 
 impl StreamLog for LocalLog {
-    fn open(&mut self) -> BoxFuture<'_, ()> {
-        self.stream = Some(self.session.open_stream(self.live.clone(), self.priming));
-        Box::pin(async {})
+    fn open(&mut self, live: mpsc::Sender<Bytes>) -> BoxFuture<'_, ()> {
+        self.stream = Some(self.session.open_stream(live, self.priming));
+        done()
     }
 
     fn publish(&mut self, frame: String) -> BoxFuture<'_, bool> {
@@ -144,6 +141,6 @@ impl StreamLog for LocalLog {
             }
             self.session.finish(id);
         }
-        Box::pin(async {})
+        done()
     }
 }
