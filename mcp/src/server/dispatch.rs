@@ -379,7 +379,12 @@ impl Server {
         result.unwrap_or_else(|e| Reply::error(Some(&scope.id), &e))
     }
 
-    /// The handler of each method.
+    /// The handler of each method but `tools/call`, which [`Server::route`] runs itself.
+    ///
+    /// A request's future is as large as the largest of these: the rare ones whose state is
+    /// large (a `subscriptions/listen` stream, the task methods) are boxed, so that every
+    /// other request, on stdio a box of its own, stays small (a smaller box to allocate
+    /// and copy into).
     async fn serve(
         &self,
         scope: &Scope,
@@ -391,9 +396,11 @@ impl Server {
             Method::Ping => Ok(Reply::raw_result(&scope.id, "{}")),
             Method::LoggingSetLevel => self.set_level(scope, params),
             Method::ServerDiscover => self.discover(scope),
-            Method::SubscriptionsListen => self.listen(scope, params).await,
+            Method::SubscriptionsListen => Box::pin(self.listen(scope, params)).await,
             Method::ToolsList => self.list_tools(scope, params).await,
-            Method::ToolsCall => self.call_tool(scope, params, None).await,
+            Method::ToolsCall => Err(ErrorObject::internal(
+                "Internal error: tools/call reached the generic method table",
+            )),
             Method::ResourcesList => self.list_resources(scope, params).await,
             Method::ResourcesTemplatesList => self.list_templates(scope, params).await,
             Method::ResourcesRead => self.read_resource(scope, params).await,
@@ -402,11 +409,11 @@ impl Server {
             Method::PromptsList => self.list_prompts(scope, params).await,
             Method::PromptsGet => self.get_prompt(scope, params).await,
             Method::CompletionComplete => self.complete(scope, params).await,
-            Method::TasksGet => self.tasks_get(scope, params).await,
-            Method::TasksUpdate => self.tasks_update(scope, params).await,
-            Method::TasksCancel => self.tasks_cancel(scope, params).await,
-            Method::TasksResult => self.tasks_result(scope, params).await,
-            Method::TasksList => self.tasks_list(scope, params).await,
+            Method::TasksGet => Box::pin(self.tasks_get(scope, params)).await,
+            Method::TasksUpdate => Box::pin(self.tasks_update(scope, params)).await,
+            Method::TasksCancel => Box::pin(self.tasks_cancel(scope, params)).await,
+            Method::TasksResult => Box::pin(self.tasks_result(scope, params)).await,
+            Method::TasksList => Box::pin(self.tasks_list(scope, params)).await,
             // `served` admits requests only.
             Method::Initialized | Method::Cancelled | Method::RootsListChanged => Err(
                 ErrorObject::method_not_found(format!("Unknown method: {}", method.name())),
