@@ -5,6 +5,7 @@
 //! the stream's frames go, which a [`StreamLog`] says.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::task::Poll;
 
 use axum::body::Bytes;
@@ -66,7 +67,7 @@ struct Done;
 impl Future for Done {
     type Output = ();
 
-    fn poll(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> Poll<()> {
+    fn poll(self: Pin<&mut Self>, _: &mut std::task::Context<'_>) -> Poll<()> {
         Poll::Ready(())
     }
 }
@@ -91,8 +92,12 @@ where
 /// answer, sent on `answer` as soon as it is known. `premade` replies (refusals decided
 /// before dispatch) go first; `batch` answers with an array. `stop` ends the exchange
 /// without answering.
-pub(super) async fn drive<R>(
-    work: impl Future<Output = R>,
+///
+/// `work` comes pinned by the caller: an `async fn` keeps a future passed by value twice in
+/// its state (as the argument and as the local it is moved to), and the requests' future
+/// is most of an exchange's size (taken by value, the exchange was twice as large).
+pub(super) async fn drive<R, W>(
+    mut work: Pin<&mut W>,
     mut rx: OutboundReceiver,
     premade: Vec<Reply>,
     batch: bool,
@@ -101,8 +106,8 @@ pub(super) async fn drive<R>(
     answer: oneshot::Sender<Answer>,
 ) where
     R: IntoIterator<Item = Option<Reply>>,
+    W: Future<Output = R> + ?Sized,
 {
-    tokio::pin!(work);
     let stopped = async {
         match &stop {
             Some(token) => token.cancelled().await,
@@ -120,7 +125,7 @@ pub(super) async fn drive<R>(
                 log.abandon().await;
                 return;
             }
-            replies = &mut work => break replies,
+            replies = work.as_mut() => break replies,
             frame = rx.recv(), if sinks_open => match frame {
                 Some(frame) => {
                     if !open {

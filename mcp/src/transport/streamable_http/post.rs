@@ -157,10 +157,12 @@ pub(super) async fn post_handler(
             let Incoming::Single(Ok(message)) = incoming else {
                 return session_required();
             };
-            start_session(&app, message, extras(principal, headers)).await
+            // Boxed, as below: these run a request inline (its whole future), and axum boxes
+            // this handler's future for every POST, most of which never take these paths.
+            Box::pin(start_session(&app, message, extras(principal, headers))).await
         }
         Route::Sessionless if app.config.sessionless => {
-            sessionless(&app, incoming, extras(principal, headers)).await
+            Box::pin(sessionless(&app, incoming, extras(principal, headers))).await
         }
         Route::Sessionless => match incoming {
             Incoming::Single(Err(e)) => decode_error(&e),
@@ -356,15 +358,16 @@ async fn answer_post(
                 let extras = with_sink(&sink);
                 // The requests hold the only senders: the receiver closes when they are done.
                 drop(sink);
-                let work = async { [running.conn.handle_with(message, extras).await] };
+                let work =
+                    std::pin::pin!(async { [running.conn.handle_with(message, extras).await] });
                 drive(work, rx, Vec::new(), false, stop, &mut *log, answer_tx).await;
             }
             Work::Batch(requests, premade) => {
-                let work = futures::future::join_all(
+                let work = std::pin::pin!(futures::future::join_all(
                     requests
                         .into_iter()
                         .map(|m| running.conn.handle_with(m, with_sink(&sink))),
-                );
+                ));
                 drop(sink);
                 drive(work, rx, premade, true, stop, &mut *log, answer_tx).await;
             }

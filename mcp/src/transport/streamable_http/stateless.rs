@@ -272,7 +272,7 @@ async fn exchange(
     // which moves a task's future several times as it spawns and finishes it, only ever
     // moves the box (inline in the task those copies were 7% of a 2026-07-28 request's
     // server CPU over HTTP at 16 clients).
-    let work = async {
+    let work = std::pin::pin!(async {
         let reply = server
             .detached(&conn, Transport::Http)
             .handle_with(
@@ -291,7 +291,7 @@ async fn exchange(
                 &ErrorObject::internal("Internal error: the request ended without a response"),
             )
         }))]
-    };
+    });
     drive(
         work,
         rx,
