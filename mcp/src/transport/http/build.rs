@@ -114,10 +114,7 @@ pub(crate) fn build(
         // Otherwise the first request starts the watch.
         app.watch_shutdown();
     }
-    let guarded = mcp.layer(axum::middleware::from_fn_with_state(
-        Arc::new(guard),
-        guard::guard_layer,
-    ));
+    let guarded = mcp.layer(guard::GuardLayer(Arc::new(guard)));
     Ok(Router::new()
         .route("/health", get(health))
         .merge(guarded)

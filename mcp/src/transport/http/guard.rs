@@ -6,9 +6,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::Response;
 
 use crate::protocol::jsonrpc::{Incoming, decode, decode_owned, encode_error};
@@ -273,44 +272,92 @@ fn forbidden(message: impl Into<Cow<'static, str>>) -> Response {
     rpc_error(StatusCode::FORBIDDEN, codes::INVALID_REQUEST, message)
 }
 
-/// The guard as axum middleware.
-pub(crate) async fn guard_layer(
-    State(guard): State<Arc<Guard>>,
-    req: Request,
-    next: Next,
-) -> Response {
-    match guard.check(&req) {
-        Ok(()) => next.run(req).await,
-        Err(refusal) => refusal,
+/// The guard as a tower layer around the routes it protects. Written out rather than as
+/// axum's `from_fn` middleware, which clones the inner service and boxes two futures for
+/// every request: this one passes a request on, or answers it, in place.
+#[derive(Clone)]
+pub(crate) struct GuardLayer(pub(crate) Arc<Guard>);
+
+impl<S> tower_layer::Layer<S> for GuardLayer {
+    type Service = Guarded<S>;
+
+    fn layer(&self, inner: S) -> Guarded<S> {
+        Guarded {
+            guard: Arc::clone(&self.0),
+            inner,
+        }
+    }
+}
+
+/// A service behind the guard ([`GuardLayer`]).
+#[derive(Clone)]
+pub(crate) struct Guarded<S> {
+    guard: Arc<Guard>,
+    inner: S,
+}
+
+impl<S> tower_service::Service<Request> for Guarded<S>
+where
+    S: tower_service::Service<Request, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future =
+        futures::future::Either<std::future::Ready<Result<Response, S::Error>>, S::Future>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        match self.guard.check(&req) {
+            Ok(()) => futures::future::Either::Right(self.inner.call(req)),
+            Err(refusal) => futures::future::Either::Left(std::future::ready(Ok(refusal))),
+        }
     }
 }
 
 /// Whether the `Accept` headers accept `mime` (`type/subtype`), directly or by a wildcard,
 /// with a non-zero quality.
 pub(crate) fn accepts(headers: &HeaderMap, mime: &str) -> bool {
-    let (kind, _) = mime.split_once('/').unwrap_or((mime, ""));
     headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|range| {
-            let mut parts = range.split(';');
-            let media = parts.next().unwrap_or("").trim();
-            let zero_quality = parts.any(|p| {
-                p.trim()
-                    .strip_prefix("q=")
-                    .and_then(|q| q.trim().parse::<f32>().ok())
-                    .is_some_and(|q| q <= 0.0)
-            });
-            // Compared in place, without regard to case: this runs on every POST.
-            let (range_kind, range_sub) = media.split_once('/').unwrap_or((media, ""));
-            let names = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
-            !zero_quality
-                && (names(media, mime)
-                    || media == "*/*"
-                    || (names(range_kind, kind) && range_sub == "*"))
-        })
+        .any(|v| accepts_in(v.as_bytes(), mime.as_bytes()))
+}
+
+/// [`accepts`] for one `Accept` value. Over bytes, in place: this runs twice on every POST,
+/// and with `str` patterns (each piece a new memchr search) and lower-cased copies it was
+/// ~3,000 of a POST's ~47,000 instructions (callgrind).
+fn accepts_in(value: &[u8], mime: &[u8]) -> bool {
+    let (kind, _) = split_once(mime, b'/');
+    value.split(|&b| b == b',').any(|range| {
+        let mut parts = range.split(|&b| b == b';');
+        let media = parts.next().unwrap_or_default().trim_ascii();
+        let zero_quality = parts.any(|p| {
+            p.trim_ascii()
+                .strip_prefix(b"q=")
+                .and_then(|q| std::str::from_utf8(q).ok()?.trim().parse::<f32>().ok())
+                .is_some_and(|q| q <= 0.0)
+        });
+        let (range_kind, range_sub) = split_once(media, b'/');
+        !zero_quality
+            && (media.eq_ignore_ascii_case(mime)
+                || media == b"*/*"
+                || (range_kind.eq_ignore_ascii_case(kind) && range_sub == b"*"))
+    })
+}
+
+/// `bytes` before and after the first `separator` (all of it and nothing without one).
+fn split_once(bytes: &[u8], separator: u8) -> (&[u8], &[u8]) {
+    match bytes.iter().position(|&b| b == separator) {
+        Some(at) => (&bytes[..at], &bytes[at + 1..]),
+        None => (bytes, &[]),
+    }
 }
 
 /// The request's headers as handlers and layers see them ([`Ctx::http_headers`]): moved,
@@ -328,8 +375,12 @@ pub(crate) fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+        .is_some_and(|v| {
+            split_once(v.as_bytes(), b';')
+                .0
+                .trim_ascii()
+                .eq_ignore_ascii_case(b"application/json")
+        })
 }
 
 /// 415 for a body that is not declared as JSON.
