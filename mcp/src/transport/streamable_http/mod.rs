@@ -99,7 +99,7 @@ async fn get_handler(
     if let Err(r) = version_header(&headers) {
         return r;
     }
-    let session = match lookup(&app, &id, principal.as_deref()).await {
+    let session = match lookup(&app, id, principal.as_deref()).await {
         Ok(s) => s,
         Err(r) => return r,
     };
@@ -158,10 +158,10 @@ async fn delete_handler(
     if let Err(r) = version_header(&headers) {
         return r;
     }
-    if let Err(r) = lookup(&app, &id, principal.as_deref()).await {
+    if let Err(r) = lookup(&app, id, principal.as_deref()).await {
         return r;
     }
-    if let Err(r) = app.sessions.backend().remove(&app.sessions, &id).await {
+    if let Err(r) = app.sessions.backend().remove(&app.sessions, id).await {
         return r;
     }
     let mut r = Response::new(Body::empty());

@@ -33,9 +33,9 @@ use crate::transport::http::sse_body::{Stops, sse_response};
 
 /// The path a POST takes.
 #[derive(Debug, PartialEq, Eq)]
-enum Route {
+enum Route<'a> {
     /// An existing session.
-    Session(String),
+    Session(&'a str),
     /// `initialize` without a session: a new session.
     Initialize,
     /// A handshake-era request without a session.
@@ -50,7 +50,7 @@ enum Route {
 /// undecided one (no marker at all, as a client older than the version header sends) is
 /// sessionless when those are served, and otherwise stateless (which then explains what
 /// the request lacks).
-fn classify(session: Option<String>, signals: EraSignals, sessionless: bool) -> Route {
+fn classify(session: Option<&str>, signals: EraSignals, sessionless: bool) -> Route<'_> {
     if let Some(id) = session {
         return Route::Session(id);
     }
@@ -137,7 +137,7 @@ pub(super) async fn post_handler(
             if let Err(r) = version_header(&headers) {
                 return r;
             }
-            let session = match lookup(&app, &id, principal.as_deref()).await {
+            let session = match lookup(&app, id, principal.as_deref()).await {
                 Ok(s) => s,
                 Err(r) => return r,
             };
@@ -400,14 +400,14 @@ mod tests {
         declares_version: bool,
         header: VersionHeader,
         sessionless: bool,
-    ) -> Route {
+    ) -> Route<'_> {
         let signals = EraSignals {
             initialize,
             discover: false,
             declares_version,
             header,
         };
-        classify(session.map(str::to_owned), signals, sessionless)
+        classify(session, signals, sessionless)
     }
 
     #[test]
@@ -417,7 +417,7 @@ mod tests {
         for (init, meta, header) in [(false, false, Absent), (true, true, Other)] {
             assert_eq!(
                 route(Some("s"), init, meta, header, false),
-                Route::Session("s".into())
+                Route::Session("s")
             );
         }
         // initialize starts a session unless it carries a 2026-07-28 marker.

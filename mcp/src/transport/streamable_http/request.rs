@@ -57,14 +57,12 @@ pub(super) fn version_header(headers: &HeaderMap) -> Result<Option<ProtocolVersi
 
 /// The `Mcp-Session-Id` header, if present; 400 for one that cannot be a session id.
 #[allow(clippy::result_large_err)]
-pub(super) fn session_header(headers: &HeaderMap) -> Result<Option<String>, Response> {
+pub(super) fn session_header(headers: &HeaderMap) -> Result<Option<&str>, Response> {
     let Some(value) = headers.get(&SESSION_HEADER) else {
         return Ok(None);
     };
     match value.to_str() {
-        Ok(s) if !s.is_empty() && s.bytes().all(|b| (0x21..=0x7e).contains(&b)) => {
-            Ok(Some(s.to_owned()))
-        }
+        Ok(s) if !s.is_empty() && s.bytes().all(|b| (0x21..=0x7e).contains(&b)) => Ok(Some(s)),
         _ => Err(bad_request(
             "Bad Request: Mcp-Session-Id must be visible ASCII (0x21-0x7E)",
         )),

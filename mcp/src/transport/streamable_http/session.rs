@@ -32,6 +32,13 @@ use axum::response::Response;
 /// only at shutdown) rather than a resumed POST stream.
 pub(crate) type Opened = (mpsc::Receiver<Bytes>, bool);
 
+/// A session being looked up: known at once (a local table answers without waiting, and
+/// without boxing a future for every request), or after a shared store answers.
+pub(crate) type Lookup<'a> = futures::future::Either<
+    std::future::Ready<Result<Arc<Session>, Response>>,
+    BoxFuture<'a, Result<Arc<Session>, Response>>,
+>;
+
 /// What differs between sessions kept here and sessions shared by replicas.
 pub(crate) trait SessionBackend: Send + Sync + 'static {
     /// Called once the table exists; a cluster listens to the other replicas here (the
@@ -46,7 +53,7 @@ pub(crate) trait SessionBackend: Send + Sync + 'static {
         server: &'a Server,
         id: &'a str,
         principal: Option<&'a Principal>,
-    ) -> BoxFuture<'a, Result<Arc<Session>, Response>>;
+    ) -> Lookup<'a>;
 
     /// A session whose `initialize` just succeeded here; an error response when it could
     /// not be made known where it must be.

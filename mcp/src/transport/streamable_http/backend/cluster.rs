@@ -59,7 +59,8 @@ use crate::transport::streamable_http::errors::with_session;
 use crate::transport::streamable_http::errors::{already_open, session_not_found, sessions_full};
 use crate::transport::streamable_http::exchange::StreamLog;
 use crate::transport::streamable_http::session::{
-    AlreadyOpen, Full, LIVE_CAPACITY, Opened, STANDALONE, Session, SessionBackend, SessionTable,
+    AlreadyOpen, Full, LIVE_CAPACITY, Lookup, Opened, STANDALONE, Session, SessionBackend,
+    SessionTable,
 };
 
 /// What a replica's session table shares, and how.
@@ -169,8 +170,8 @@ impl SessionBackend for ClusterSessions {
         server: &'a Server,
         id: &'a str,
         principal: Option<&'a Principal>,
-    ) -> BoxFuture<'a, Result<Arc<Session>, Response>> {
-        Box::pin(lookup(table, server, &self.0, id, principal))
+    ) -> Lookup<'a> {
+        futures::future::Either::Right(Box::pin(lookup(table, server, &self.0, id, principal)))
     }
 
     fn created<'a>(&'a self, session: &'a Session) -> BoxFuture<'a, Result<(), Response>> {

@@ -16,7 +16,7 @@ use crate::transport::http::guard::bad_request;
 use crate::transport::streamable_http::errors::{already_open, session_not_found};
 use crate::transport::streamable_http::exchange::{StreamLog, done};
 use crate::transport::streamable_http::session::{
-    AlreadyOpen, EventId, Opened, Resume, STANDALONE, Session, SessionBackend, SessionTable,
+    AlreadyOpen, EventId, Lookup, Opened, Resume, STANDALONE, Session, SessionBackend, SessionTable,
 };
 
 /// Sessions on this replica only.
@@ -33,7 +33,7 @@ impl SessionBackend for LocalSessions {
         _server: &'a Server,
         id: &'a str,
         principal: Option<&'a Principal>,
-    ) -> BoxFuture<'a, Result<Arc<Session>, Response>> {
+    ) -> Lookup<'a> {
         let found = match table.get(id) {
             // A session is bound to the principal that created it: anyone else is told it
             // does not exist, as for an id never issued.
@@ -43,7 +43,7 @@ impl SessionBackend for LocalSessions {
             }
             _ => Err(session_not_found()),
         };
-        Box::pin(async move { found })
+        futures::future::Either::Left(std::future::ready(found))
     }
 
     fn created<'a>(&'a self, _session: &'a Session) -> BoxFuture<'a, Result<(), Response>> {
