@@ -472,6 +472,8 @@ mod tests {
         assert_eq!(seen.get("Mcp-Method"), Some("tools/call"));
         assert_eq!(seen.get("authorization"), None);
         assert_eq!(seen.get("Cookie"), None);
+        assert_eq!(seen.get("not a header name"), None);
+        assert_eq!(seen.get(""), None);
         // The credentials are kept in the map but never shown, printed or compared.
         assert!(!format!("{seen:?}").contains("secret"));
         let mut without = HeaderMap::new();

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use crate::auth::Principal;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
@@ -20,6 +19,7 @@ use super::request::{
 };
 use super::session::{self, Session};
 use super::stateless;
+use crate::auth::Principal;
 use crate::protocol::inbound::{EraSignals, VersionHeader};
 use crate::protocol::jsonrpc::Incoming;
 use crate::protocol::{Era, ErrorObject, Message, ProtocolVersion, codes, methods};
