@@ -10,18 +10,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::{EncodingKey, Header, encode};
 use mcp::Server;
-use mcp::auth::bearer::JwtVerifier;
 use mcp::auth::{allow_all, policy};
 use mcp::connect::{BrowserUser, Connect, MemoryTokenStore, SignedCookie, TokenStore};
 use mcp::registry::ToolDef;
 use mcp::testing::third_party::MockProvider;
-use mcp::transport::http::BearerAuth;
+use mcp_tests::connect::{ISSUER, NoArgs, SECRET};
 use mcp_tests::http::{HttpTestServer, McpHttp, SseReader, StatelessHttp, test_config};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-const SECRET: &[u8] = b"connect-test-secret-connect-test-secret";
-const ISSUER: &str = "https://auth.example.test";
 const COOKIE_KEY: &[u8] = b"the-cookie-key-of-this-server-32+bytes!";
 
 fn now() -> u64 {
@@ -30,8 +27,6 @@ fn now() -> u64 {
         .unwrap()
         .as_secs()
 }
-
-use mcp_tests::connect::NoArgs;
 
 /// The MCP server, its mock third party, the shared token store.
 struct Setup {
@@ -76,11 +71,7 @@ impl Setup {
                 .read_authorizer(allow_all())
                 .build()
                 .unwrap();
-            let auth = BearerAuth::new(
-                JwtVerifier::hs256(SECRET, ISSUER, resource.as_str()).unwrap(),
-                resource.as_str(),
-            )
-            .authorization_server(ISSUER);
+            let auth = mcp_tests::connect::bearer_auth(resource.as_str());
             let config = test_config().bearer_auth(auth).connect(connect);
             let app = mcp::transport::http::router(server, config.clone()).unwrap();
             let bound = mcp::transport::http::HttpServer::bind(

@@ -13,14 +13,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::{EncodingKey, Header, encode};
 use mcp::Server;
-use mcp::auth::bearer::JwtVerifier;
 use mcp::auth::{allow_all, policy};
 use mcp::cluster::Cluster;
 use mcp::cluster::memory::MemoryBackend;
 use mcp::cluster::redis::RedisBackend;
 use mcp::connect::{BrowserUser, Connect, FlowLimits, PendingFlow, SignedCookie};
 use mcp::testing::third_party::MockProvider;
-use mcp::transport::http::BearerAuth;
+use mcp_tests::connect::{ISSUER, SECRET};
 use mcp_tests::http::{HttpTestServer, McpHttp, SseReader, StatelessHttp, test_config};
 use mcp_tests::redis::RedisServer;
 use reqwest::StatusCode;
@@ -29,8 +28,6 @@ use serde_json::{Value, json};
 /// The origin browsers and clients know the server by; the load balancer behind it picks
 /// a replica.
 const PUBLIC: &str = "http://mcp.test";
-const SECRET: &[u8] = b"connect-test-secret-connect-test-secret";
-const ISSUER: &str = "https://auth.example.test";
 const COOKIE_KEY: &[u8] = b"the-cookie-key-of-this-server-32+bytes!";
 const SHARED_KEY: &[u8] = b"the-replicas-share-this-32+-byte-state-key";
 const A: usize = 0;
@@ -140,11 +137,7 @@ async fn replica(
         .cluster(cluster.clone())
         .build()
         .unwrap();
-    let auth = BearerAuth::new(
-        JwtVerifier::hs256(SECRET, ISSUER, resource.as_str()).unwrap(),
-        resource.as_str(),
-    )
-    .authorization_server(ISSUER);
+    let auth = mcp_tests::connect::bearer_auth(resource.as_str());
     HttpTestServer::start(server, test_config().bearer_auth(auth).connect(connect)).await
 }
 
