@@ -136,10 +136,10 @@ impl HostRule {
         }
     }
 
-    /// Whether this entry admits a host named `host` on `port` (any port when the entry
+    /// Whether this entry admits a host named `name` on `port` (any port when the entry
     /// names none).
-    fn admits(&self, host: &HostParts<'_>, port: Option<u16>) -> bool {
-        self.name.eq_ignore_ascii_case(host.name) && (self.port.is_none() || self.port == port)
+    fn admits(&self, name: &str, port: Option<u16>) -> bool {
+        self.name.eq_ignore_ascii_case(name) && (self.port.is_none() || self.port == port)
     }
 }
 
@@ -206,7 +206,7 @@ impl Guard {
         let Some(h) = split_host(host) else {
             return false;
         };
-        self.hosts.iter().any(|r| r.admits(&h, h.port))
+        self.hosts.iter().any(|r| r.admits(h.name, h.port))
     }
 
     pub(crate) fn origin_allowed(&self, origin: &str) -> bool {
@@ -219,7 +219,7 @@ impl Guard {
         let port = o.host.port.or_else(|| default_port(o.scheme));
         self.origins
             .iter()
-            .any(|r| r.scheme.eq_ignore_ascii_case(o.scheme) && r.host.admits(&o.host, port))
+            .any(|r| r.scheme.eq_ignore_ascii_case(o.scheme) && r.host.admits(o.host.name, port))
     }
 
     /// Checks one request; `Err` is the response that refuses it.
