@@ -476,7 +476,7 @@ async fn a_request_head_sent_too_slowly_is_cut_off_while_streams_and_long_calls_
     let (_, closed_after) =
         sent_until_closed(srv.addr, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").await;
     assert!(
-        closed_after >= limit - Duration::from_millis(50),
+        closed_after >= limit - Duration::from_millis(50) && closed_after < limit * 3,
         "{closed_after:?}"
     );
 
@@ -515,5 +515,51 @@ async fn a_request_head_sent_too_slowly_is_cut_off_while_streams_and_long_calls_
     assert_eq!(
         answer["result"]["content"][0]["text"], "released",
         "{answer}"
+    );
+}
+
+#[tokio::test]
+async fn the_head_limit_counts_from_the_last_answer_not_from_the_connection_start() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let server = Server::builder("busy-heads", "1").build().unwrap();
+    let limit = Duration::from_millis(400);
+    let srv = Stoppable::serve_with(server, test_config().header_read_timeout(limit)).await;
+
+    // Requests every 150 ms on one kept-alive connection for three times the limit: each
+    // gap is under the limit, so the connection stays open throughout.
+    let mut stream = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
+    let started = std::time::Instant::now();
+    let mut answered = 0;
+    while started.elapsed() < limit * 3 {
+        stream
+            .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = [0u8; 1024];
+        let n = tokio::time::timeout(Duration::from_secs(2), stream.read(&mut buf))
+            .await
+            .expect("an answer")
+            .unwrap();
+        assert!(
+            buf[..n].starts_with(b"HTTP/1.1 200"),
+            "answer {answered}: {:?}",
+            String::from_utf8_lossy(&buf[..n])
+        );
+        answered += 1;
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    assert!(answered >= 6, "{answered}");
+
+    // Then idle: closed once the limit has passed since the last answer.
+    let idle_from = std::time::Instant::now();
+    let mut buf = [0u8; 64];
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+        .await
+        .expect("closed within 5 s");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    let idle = idle_from.elapsed();
+    assert!(
+        idle >= limit - Duration::from_millis(200) && idle < limit * 3,
+        "{idle:?}"
     );
 }

@@ -111,12 +111,14 @@ pub(crate) mod build;
 pub(crate) mod config;
 mod error;
 pub(crate) mod guard;
+mod head_timeout;
 pub(crate) mod oauth;
 pub(crate) mod sse_body;
 
 use std::future::Future;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::sync::Arc;
 
 use axum::Router;
 use tokio::net::{TcpListener, TcpStream};
@@ -327,23 +329,31 @@ impl HttpServer {
         // per open connection (an idle GET SSE stream held 21 KiB, now 14; MCP needs neither
         // HTTP/2 nor upgrades).
         let mut listener = self.listener;
-        let service = hyper_util::service::TowerToHyperService::new(self.app);
-        let mut http1 = hyper::server::conn::http1::Builder::new();
-        // Without a timer hyper waits for a request head forever: a client trickling its
-        // headers (or sending none) would hold its connection as long as it liked.
-        http1
-            .timer(hyper_util::rt::TokioTimer::new())
-            .header_read_timeout(self.header_read_timeout);
+        let limit = self.header_read_timeout;
+        // hyper's own header timer is not set: it would arm and disarm a timer per request
+        // (see `head_timeout`); each connection keeps the same limit with one of its own.
+        let http1 = hyper::server::conn::http1::Builder::new();
         let connections = hyper_util::server::graceful::GracefulShutdown::new();
         loop {
             tokio::select! {
                 (io, _) = axum::serve::Listener::accept(&mut listener) => {
+                    let activity = head_timeout::Activity::new();
+                    let service = head_timeout::Watched {
+                        app: self.app.clone(),
+                        activity: Arc::clone(&activity),
+                    };
                     let connection =
-                        http1.serve_connection(hyper_util::rt::TokioIo::new(io), service.clone());
+                        http1.serve_connection(hyper_util::rt::TokioIo::new(io), service);
                     let connection = connections.watch(connection);
                     tokio::spawn(async move {
-                        if let Err(e) = connection.await {
-                            tracing::trace!(target: "mcp::http", error = %e, "connection ended with an error");
+                        tokio::select! {
+                            biased;
+                            ended = connection => if let Err(e) = ended {
+                                tracing::trace!(target: "mcp::http", error = %e, "connection ended with an error");
+                            },
+                            () = head_timeout::expired(&activity, limit) => {
+                                tracing::debug!(target: "mcp::http", ?limit, "no request head within the limit; connection closed");
+                            }
                         }
                     });
                 }
