@@ -495,7 +495,11 @@ impl Ctx {
     /// The request's `_meta` on the 2026-07-28 era, as the client sent it (its reserved
     /// members are also read for you: [`Ctx::client_capabilities`], [`Ctx::log`]'s level).
     pub fn meta(&self) -> Option<&crate::protocol::Meta> {
-        self.inner.caller.stateless.as_ref().map(|m| &*m.raw)
+        self.inner
+            .caller
+            .stateless
+            .as_deref()
+            .map(StatelessMeta::meta)
     }
 
     /// The W3C trace context the client sent in `_meta`, on the 2026-07-28 era.

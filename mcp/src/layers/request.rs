@@ -113,7 +113,7 @@ impl<'a> Request<'a> {
     /// The request's `_meta`, as sent.
     pub fn meta(&self) -> Option<&Meta> {
         match &self.caller.stateless {
-            Some(m) => Some(&m.raw),
+            Some(m) => Some(m.meta()),
             None => self.head().meta.as_ref(),
         }
     }

@@ -7,13 +7,14 @@
 //! request (in the transport's `RequestExtras`); nothing below re-detects the era or
 //! re-parses `_meta`.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::methods::{self, Method};
+use super::stateless::Reserved;
 use super::{
     ClientCapabilities, Era, ErrorObject, Implementation, LoggingLevel, Message, Meta, Params,
     ProtocolVersion, RequestMeta, codes, meta_keys,
@@ -191,14 +192,13 @@ pub struct TraceContext {
 }
 
 impl TraceContext {
-    fn from_meta(meta: &Meta) -> Option<TraceContext> {
-        let traceparent = meta.get("traceparent")?.as_str()?.to_owned();
+    /// The trace context among `_meta`'s members (ignored unless `traceparent` is a string).
+    fn from_reserved(meta: &Reserved<'_>) -> Option<TraceContext> {
+        let text =
+            |v: Option<&RawValue>| v.and_then(|v| serde_json::from_str::<String>(v.get()).ok());
         Some(TraceContext {
-            traceparent,
-            tracestate: meta
-                .get("tracestate")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            traceparent: text(meta.traceparent)?,
+            tracestate: text(meta.tracestate),
         })
     }
 }
@@ -210,18 +210,20 @@ pub struct StatelessMeta {
     pub request: RequestMeta,
     /// The capabilities, shared with every `Ctx` of the request.
     pub capabilities: Arc<ClientCapabilities>,
-    /// The whole `_meta` object as sent.
-    pub raw: Arc<Meta>,
     /// The trace context, if the client sent one.
     pub trace: Option<TraceContext>,
+    /// The whole `_meta` object as sent, as text ([`StatelessMeta::meta`] reads it).
+    text: Box<RawValue>,
+    /// `text` as a map, made the first time someone asks for it: most requests never do.
+    map: OnceLock<Meta>,
 }
 
 /// The members of a 2026-07-28 request's params that the edge reads.
 #[derive(Deserialize, Default)]
 pub struct ParamsHead<'a> {
-    /// `_meta`.
-    #[serde(rename = "_meta", default)]
-    pub meta: Option<Meta>,
+    /// `_meta`, as its JSON text ([`MetaMembers::read`] reads it).
+    #[serde(rename = "_meta", default, borrow)]
+    pub meta: Option<&'a RawValue>,
     /// `name` (`tools/call`, `prompts/get`).
     #[serde(default)]
     pub name: Option<Value>,
@@ -250,29 +252,65 @@ impl<'a> ParamsHead<'a> {
     }
 }
 
+/// A request's `_meta` with the members the server reads found in it.
+#[derive(Debug)]
+pub struct MetaMembers<'a> {
+    text: &'a RawValue,
+    reserved: Reserved<'a>,
+}
+
+impl<'a> MetaMembers<'a> {
+    /// Reads `_meta`'s text (-32602 when it is not an object, or gives a member twice).
+    pub fn read(text: &'a RawValue) -> Result<MetaMembers<'a>, ErrorObject> {
+        let reserved = serde_json::from_str(text.get()).map_err(|e| {
+            ErrorObject::invalid_params(format!("Invalid params: _meta must be an object ({e})"))
+        })?;
+        Ok(MetaMembers { text, reserved })
+    }
+
+    /// Whether `_meta` names a protocol version.
+    pub fn declares_version(&self) -> bool {
+        self.reserved.protocol_version.is_some()
+    }
+}
+
 impl StatelessMeta {
     /// Validates the reserved members of a request's `_meta` (-32602 when one is missing
     /// or malformed). `handshake_hint` ends the advice given when there is no `_meta` at
     /// all: what a handshake-era client does instead on this transport.
-    pub fn parse(meta: Option<Meta>, handshake_hint: &str) -> Result<StatelessMeta, ErrorObject> {
-        let request = RequestMeta::from_meta(meta.as_ref()).map_err(|e| {
-            let super::MetaError::Invalid(reason) = e;
-            let hint = if meta.is_none() {
-                format!(
-                    "; a 2026-07-28 request carries _meta with io.modelcontextprotocol/protocolVersion \
-                     and io.modelcontextprotocol/clientCapabilities (a handshake-era client {handshake_hint})"
-                )
-            } else {
-                String::new()
-            };
-            ErrorObject::invalid_params(format!("Invalid params: {reason}{hint}"))
-        })?;
-        let raw = meta.unwrap_or_default();
+    pub fn parse(
+        meta: Option<MetaMembers<'_>>,
+        handshake_hint: &str,
+    ) -> Result<StatelessMeta, ErrorObject> {
+        let request =
+            RequestMeta::from_reserved(meta.as_ref().map(|m| &m.reserved)).map_err(|e| {
+                let super::MetaError::Invalid(reason) = e;
+                let hint = if meta.is_none() {
+                    format!(
+                        "; a 2026-07-28 request carries _meta with io.modelcontextprotocol/protocolVersion \
+                         and io.modelcontextprotocol/clientCapabilities (a handshake-era client {handshake_hint})"
+                    )
+                } else {
+                    String::new()
+                };
+                ErrorObject::invalid_params(format!("Invalid params: {reason}{hint}"))
+            })?;
+        // A valid request has a `_meta`: without one, `from_reserved` refused it above.
+        let meta = meta.expect("a request with valid metadata has _meta");
         Ok(StatelessMeta {
             capabilities: Arc::new(request.capabilities.clone()),
-            trace: TraceContext::from_meta(&raw),
-            raw: Arc::new(raw),
+            trace: TraceContext::from_reserved(&meta.reserved),
+            text: meta.text.to_owned(),
+            map: OnceLock::new(),
             request,
+        })
+    }
+
+    /// The whole `_meta` object as the client sent it.
+    pub fn meta(&self) -> &Meta {
+        self.map.get_or_init(|| {
+            // The text was read as an object when the request came in.
+            serde_json::from_str(self.text.get()).unwrap_or_default()
         })
     }
 
@@ -307,11 +345,11 @@ impl StatelessMeta {
     /// read yet (stdio): -32602, then -32022, then -32601.
     pub fn read(method: &str, params: Option<&str>) -> Result<StatelessMeta, ErrorObject> {
         #[derive(Deserialize)]
-        struct Envelope {
-            #[serde(rename = "_meta", default)]
-            meta: Option<Meta>,
+        struct Envelope<'a> {
+            #[serde(rename = "_meta", default, borrow)]
+            meta: Option<&'a RawValue>,
         }
-        let envelope: Envelope = match params {
+        let envelope: Envelope<'_> = match params {
             Some(raw) => serde_json::from_str(raw).map_err(|_| {
                 ErrorObject::invalid_params(
                     "Invalid params: params must be an object with a _meta member",
@@ -319,7 +357,8 @@ impl StatelessMeta {
             })?,
             None => Envelope { meta: None },
         };
-        let meta = StatelessMeta::parse(envelope.meta, "sends initialize first")?;
+        let members = envelope.meta.map(MetaMembers::read).transpose()?;
+        let meta = StatelessMeta::parse(members, "sends initialize first")?;
         meta.admit(method)?;
         Ok(meta)
     }
@@ -460,5 +499,50 @@ mod tests {
         assert!(e.message.contains("not part of protocol 2026-07-28"));
         let meta = StatelessMeta::read("tools/list", Some(good)).unwrap();
         assert_eq!(meta.trace.unwrap().traceparent, "00-a-b-01");
+    }
+
+    #[test]
+    fn meta_is_read_in_one_pass_and_kept_whole() {
+        let params = r#"{"_meta":{"x-app":{"n":[1,2]},"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/logLevel":"info","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"traceparent":7}}"#;
+        let meta = StatelessMeta::read("tools/list", Some(params)).unwrap();
+        assert_eq!(meta.request.protocol_version, "2026-07-28");
+        assert!(meta.capabilities.elicitation.is_some());
+        assert_eq!(meta.log_level(), Some(LoggingLevel::Info));
+        assert_eq!(meta.client_info().unwrap().name, "c");
+        // A trace context that is not a string is ignored, not an error.
+        assert!(meta.trace.is_none());
+        // Every member, the server's and the application's, as sent.
+        assert_eq!(meta.meta()["x-app"], json!({"n": [1, 2]}));
+        assert_eq!(meta.meta().len(), 6);
+
+        let invalid = |params: &str| StatelessMeta::read("tools/list", Some(params)).unwrap_err();
+        for params in [
+            r#"{"_meta":"2026-07-28"}"#,
+            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}"#,
+            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":20260728,"io.modelcontextprotocol/clientCapabilities":{}}}"#,
+            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]}}"#,
+            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
+            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"loud"}}"#,
+        ] {
+            assert_eq!(invalid(params).code, codes::INVALID_PARAMS, "{params}");
+        }
+    }
+
+    #[test]
+    fn request_meta_reads_a_map_as_it_reads_text() {
+        let map: Meta = serde_json::from_value(json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+            "io.modelcontextprotocol/logLevel": "debug",
+        }))
+        .unwrap();
+        let read = RequestMeta::from_meta(Some(&map)).unwrap();
+        assert_eq!(read.protocol_version, "2026-07-28");
+        assert!(read.capabilities.sampling.is_some());
+        assert_eq!(read.log_level, Some(LoggingLevel::Debug));
+        assert!(RequestMeta::from_meta(None).is_err());
+        let mut no_capabilities = map;
+        no_capabilities.remove("io.modelcontextprotocol/clientCapabilities");
+        assert!(RequestMeta::from_meta(Some(&no_capabilities)).is_err());
     }
 }

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::{ClientCapabilities, Implementation, LoggingLevel, Meta, ServerCapabilities};
 
@@ -49,24 +50,28 @@ pub enum MetaError {
 impl RequestMeta {
     /// Reads and validates the reserved members of a request's `_meta`.
     pub fn from_meta(meta: Option<&Meta>) -> Result<RequestMeta, MetaError> {
-        let meta = meta.ok_or_else(|| MetaError::Invalid("the request has no _meta".into()))?;
-        let protocol_version = match meta.get(meta_keys::PROTOCOL_VERSION) {
-            Some(Value::String(v)) => v.clone(),
-            Some(_) => {
-                return Err(MetaError::Invalid(format!(
-                    "_meta[\"{}\"] must be a string",
-                    meta_keys::PROTOCOL_VERSION
-                )));
-            }
-            None => {
-                return Err(MetaError::Invalid(format!(
-                    "_meta is missing the required \"{}\"",
-                    meta_keys::PROTOCOL_VERSION
-                )));
-            }
+        let Some(meta) = meta else {
+            return RequestMeta::from_reserved(None);
         };
-        let capabilities = match meta.get(meta_keys::CLIENT_CAPABILITIES) {
-            Some(v @ Value::Object(_)) => ClientCapabilities::deserialize(v).map_err(|e| {
+        // The map's text, read the way a request's `_meta` is: one reader of the reserved
+        // members, whatever the `_meta` came in as.
+        let text = serde_json::to_string(meta).expect("a JSON map serializes");
+        let reserved: Reserved<'_> = serde_json::from_str(&text)
+            .map_err(|e| MetaError::Invalid(format!("_meta is malformed: {e}")))?;
+        RequestMeta::from_reserved(Some(&reserved))
+    }
+
+    /// Validates the reserved members read from a `_meta` object (`None`: it had none).
+    pub(crate) fn from_reserved(meta: Option<&Reserved<'_>>) -> Result<RequestMeta, MetaError> {
+        let meta = meta.ok_or_else(|| MetaError::Invalid("the request has no _meta".into()))?;
+        let missing =
+            |key: &str| MetaError::Invalid(format!("_meta is missing the required \"{key}\""));
+        let protocol_version = match meta.protocol_version {
+            Some(v) => string_member(v, meta_keys::PROTOCOL_VERSION)?,
+            None => return Err(missing(meta_keys::PROTOCOL_VERSION)),
+        };
+        let capabilities = match meta.client_capabilities {
+            Some(v) if v.get().starts_with('{') => serde_json::from_str(v.get()).map_err(|e| {
                 MetaError::Invalid(format!(
                     "_meta[\"{}\"] is malformed: {e}",
                     meta_keys::CLIENT_CAPABILITIES
@@ -78,25 +83,18 @@ impl RequestMeta {
                     meta_keys::CLIENT_CAPABILITIES
                 )));
             }
-            None => {
-                return Err(MetaError::Invalid(format!(
-                    "_meta is missing the required \"{}\"",
-                    meta_keys::CLIENT_CAPABILITIES
-                )));
-            }
+            None => return Err(missing(meta_keys::CLIENT_CAPABILITIES)),
         };
         let client_info = meta
-            .get(meta_keys::CLIENT_INFO)
-            .and_then(|v| Implementation::deserialize(v).ok());
-        let log_level = match meta.get(meta_keys::LOG_LEVEL) {
+            .client_info
+            .and_then(|v| serde_json::from_str::<Implementation>(v.get()).ok());
+        let log_level = match meta.log_level {
             None => None,
-            Some(Value::String(l)) => Some(l.parse::<LoggingLevel>().map_err(MetaError::Invalid)?),
-            Some(_) => {
-                return Err(MetaError::Invalid(format!(
-                    "_meta[\"{}\"] must be a string",
-                    meta_keys::LOG_LEVEL
-                )));
-            }
+            Some(v) => Some(
+                string_member(v, meta_keys::LOG_LEVEL)?
+                    .parse::<LoggingLevel>()
+                    .map_err(MetaError::Invalid)?,
+            ),
         };
         Ok(RequestMeta {
             protocol_version,
@@ -105,6 +103,37 @@ impl RequestMeta {
             log_level,
         })
     }
+}
+
+/// A reserved member that must be a string.
+fn string_member(value: &RawValue, key: &str) -> Result<String, MetaError> {
+    serde_json::from_str(value.get())
+        .map_err(|_| MetaError::Invalid(format!("_meta[\"{key}\"] must be a string")))
+}
+
+/// The members of a `_meta` object the server reads, as their JSON text: found in one pass
+/// over `_meta`, without building a map of it (the rest is skipped). A `null` member counts
+/// as absent; a member given twice makes `_meta` malformed.
+#[derive(Deserialize, Default, Debug)]
+pub(crate) struct Reserved<'a> {
+    /// [`meta_keys::PROTOCOL_VERSION`].
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
+    pub(crate) protocol_version: Option<&'a RawValue>,
+    /// [`meta_keys::CLIENT_CAPABILITIES`].
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow, default)]
+    pub(crate) client_capabilities: Option<&'a RawValue>,
+    /// [`meta_keys::CLIENT_INFO`].
+    #[serde(rename = "io.modelcontextprotocol/clientInfo", borrow, default)]
+    pub(crate) client_info: Option<&'a RawValue>,
+    /// [`meta_keys::LOG_LEVEL`].
+    #[serde(rename = "io.modelcontextprotocol/logLevel", borrow, default)]
+    pub(crate) log_level: Option<&'a RawValue>,
+    /// A W3C trace context's `traceparent`.
+    #[serde(borrow, default)]
+    pub(crate) traceparent: Option<&'a RawValue>,
+    /// A W3C trace context's `tracestate`.
+    #[serde(borrow, default)]
+    pub(crate) tracestate: Option<&'a RawValue>,
 }
 
 /// How widely a cacheable result may be shared.

@@ -48,9 +48,9 @@ use super::request::{VERSION_HEADER, step_up};
 use crate::auth::Principal;
 use crate::conn::HttpHeaders;
 use crate::layers::BoxFuture;
-use crate::protocol::inbound::{ParamsHead, StatelessMeta};
+use crate::protocol::inbound::{MetaMembers, ParamsHead, StatelessMeta};
 use crate::protocol::jsonrpc::Incoming;
-use crate::protocol::{Era, ErrorObject, Message, Params, Request, RequestId, codes, meta_keys};
+use crate::protocol::{Era, ErrorObject, Message, Params, Request, RequestId, codes};
 use crate::server::{ConnId, Outbound, Reply, RequestExtras, Transport};
 use crate::transport::http::app::App;
 use crate::transport::http::guard::{bad_request, http_headers, json_response};
@@ -98,17 +98,15 @@ fn validate(
 ) -> Result<Arc<StatelessMeta>, Refusal> {
     let bad = |e| Refusal(StatusCode::BAD_REQUEST, e);
     let head = ParamsHead::parse(request.params.as_ref().map(Params::get)).map_err(bad)?;
-    let declared = head
-        .meta
-        .as_ref()
-        .is_some_and(|m| m.contains_key(meta_keys::PROTOCOL_VERSION));
+    let members = head.meta.map(MetaMembers::read).transpose().map_err(bad)?;
+    let declared = members.as_ref().is_some_and(MetaMembers::declares_version);
     if declared && !headers.contains_key(VERSION_HEADER) {
         return Err(bad(ErrorObject::new(
             codes::HEADER_MISMATCH,
             "Header mismatch: the MCP-Protocol-Version header is required and must equal _meta[\"io.modelcontextprotocol/protocolVersion\"]",
         )));
     }
-    let meta = StatelessMeta::parse(head.meta, "sends initialize first and then Mcp-Session-Id")
+    let meta = StatelessMeta::parse(members, "sends initialize first and then Mcp-Session-Id")
         .map_err(bad)?;
     let mirrored = Mirrored {
         method: &request.method,
