@@ -601,3 +601,54 @@ async fn a_client_that_disconnects_mid_call_leaves_nothing_behind() {
     let r = d.call_tool("wait", json!({})).await.unwrap();
     assert_eq!(r.content[0].as_text(), Some("released"));
 }
+
+// ---- calls that wait among calls that do not ----
+
+#[tokio::test]
+async fn calls_that_wait_among_calls_that_finish_at_once_are_each_answered_once() {
+    let gate = Gate::new();
+    let server = Server::builder("interleaved", "1")
+        .tool(add_tool())
+        .tool(gate.tool("wait"))
+        .build()
+        .unwrap();
+    let mut pipe = PipeServer::start(server, 1 << 16);
+    pipe.initialize(json!({})).await;
+    // One write, so one read: an immediate call, a waiting one, immediate ones again, a
+    // second waiting one, and one more immediate.
+    let frames = [
+        call_frame(1, "add", json!({"a": 1, "b": 1})),
+        call_frame(2, "wait", json!({})),
+        call_frame(3, "add", json!({"a": 3, "b": 3})),
+        call_frame(4, "add", json!({"a": 4, "b": 4})),
+        call_frame(5, "wait", json!({})),
+        call_frame(6, "add", json!({"a": 6, "b": 6})),
+    ];
+    let text: String = frames.iter().map(|f| format!("{f}\n")).collect();
+    pipe.write(text.as_bytes()).await.unwrap();
+    let mut answered = std::collections::BTreeMap::new();
+    for _ in 0..4 {
+        let reply = pipe.recv().await;
+        answered.insert(reply["id"].as_i64().unwrap(), reply);
+    }
+    assert_eq!(answered.keys().copied().collect::<Vec<_>>(), [1, 3, 4, 6]);
+    for (id, reply) in &answered {
+        assert_eq!(
+            reply["result"]["content"][0]["text"],
+            json!((id * 2).to_string()),
+            "{reply}"
+        );
+    }
+    gate.wait_started(2).await;
+    gate.release(2);
+    for _ in 0..2 {
+        let reply = pipe.recv().await;
+        let id = reply["id"].as_i64().unwrap();
+        assert!(answered.insert(id, reply).is_none(), "answered twice: {id}");
+    }
+    assert_eq!(answered.len(), 6);
+    assert!(
+        pipe.recv_within(Duration::from_millis(200)).await.is_none(),
+        "a reply nobody asked for"
+    );
+}
