@@ -282,21 +282,18 @@ impl StatelessMeta {
         meta: Option<MetaMembers<'_>>,
         handshake_hint: &str,
     ) -> Result<StatelessMeta, ErrorObject> {
-        let request =
-            RequestMeta::from_reserved(meta.as_ref().map(|m| &m.reserved)).map_err(|e| {
-                let super::MetaError::Invalid(reason) = e;
-                let hint = if meta.is_none() {
-                    format!(
-                        "; a 2026-07-28 request carries _meta with io.modelcontextprotocol/protocolVersion \
-                         and io.modelcontextprotocol/clientCapabilities (a handshake-era client {handshake_hint})"
-                    )
-                } else {
-                    String::new()
-                };
-                ErrorObject::invalid_params(format!("Invalid params: {reason}{hint}"))
-            })?;
-        // A valid request has a `_meta`: without one, `from_reserved` refused it above.
-        let meta = meta.expect("a request with valid metadata has _meta");
+        let Some(meta) = meta else {
+            return Err(ErrorObject::invalid_params(format!(
+                "Invalid params: {}; a 2026-07-28 request carries _meta with \
+                 io.modelcontextprotocol/protocolVersion and \
+                 io.modelcontextprotocol/clientCapabilities (a handshake-era client {handshake_hint})",
+                super::stateless::NO_META
+            )));
+        };
+        let request = RequestMeta::from_reserved(&meta.reserved).map_err(|e| {
+            let super::MetaError::Invalid(reason) = e;
+            ErrorObject::invalid_params(format!("Invalid params: {reason}"))
+        })?;
         Ok(StatelessMeta {
             capabilities: Arc::new(request.capabilities.clone()),
             trace: TraceContext::from_reserved(&meta.reserved),
@@ -516,6 +513,15 @@ mod tests {
         assert_eq!(meta.meta().len(), 6);
 
         let invalid = |params: &str| StatelessMeta::read("tools/list", Some(params)).unwrap_err();
+        // Without `_meta` at all, the error says what a 2026-07-28 request carries and what
+        // a handshake-era client does instead.
+        let none = invalid(r#"{"name":"x"}"#);
+        assert!(none.message.contains("has no _meta"), "{}", none.message);
+        assert!(
+            none.message.contains("sends initialize first"),
+            "{}",
+            none.message
+        );
         for params in [
             r#"{"_meta":"2026-07-28"}"#,
             r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}"#,

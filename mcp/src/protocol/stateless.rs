@@ -50,20 +50,17 @@ pub enum MetaError {
 impl RequestMeta {
     /// Reads and validates the reserved members of a request's `_meta`.
     pub fn from_meta(meta: Option<&Meta>) -> Result<RequestMeta, MetaError> {
-        let Some(meta) = meta else {
-            return RequestMeta::from_reserved(None);
-        };
+        let meta = meta.ok_or_else(|| MetaError::Invalid(NO_META.into()))?;
         // The map's text, read the way a request's `_meta` is: one reader of the reserved
         // members, whatever the `_meta` came in as.
         let text = serde_json::to_string(meta).expect("a JSON map serializes");
         let reserved: Reserved<'_> = serde_json::from_str(&text)
             .map_err(|e| MetaError::Invalid(format!("_meta is malformed: {e}")))?;
-        RequestMeta::from_reserved(Some(&reserved))
+        RequestMeta::from_reserved(&reserved)
     }
 
-    /// Validates the reserved members read from a `_meta` object (`None`: it had none).
-    pub(crate) fn from_reserved(meta: Option<&Reserved<'_>>) -> Result<RequestMeta, MetaError> {
-        let meta = meta.ok_or_else(|| MetaError::Invalid("the request has no _meta".into()))?;
+    /// Validates the reserved members read from a `_meta` object.
+    pub(crate) fn from_reserved(meta: &Reserved<'_>) -> Result<RequestMeta, MetaError> {
         let missing =
             |key: &str| MetaError::Invalid(format!("_meta is missing the required \"{key}\""));
         let protocol_version = match meta.protocol_version {
@@ -104,6 +101,9 @@ impl RequestMeta {
         })
     }
 }
+
+/// Why a request without `_meta` is invalid.
+pub(crate) const NO_META: &str = "the request has no _meta";
 
 /// A reserved member that must be a string.
 fn string_member(value: &RawValue, key: &str) -> Result<String, MetaError> {
