@@ -522,11 +522,12 @@ async fn a_request_head_sent_too_slowly_is_cut_off_while_streams_and_long_calls_
 async fn the_head_limit_counts_from_the_last_answer_not_from_the_connection_start() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let server = Server::builder("busy-heads", "1").build().unwrap();
-    let limit = Duration::from_millis(400);
+    // Gaps of 150 ms against a limit of 800: room for a slow, loaded machine.
+    let limit = Duration::from_millis(800);
     let srv = Stoppable::serve_with(server, test_config().header_read_timeout(limit)).await;
 
     // Requests every 150 ms on one kept-alive connection for three times the limit: each
-    // gap is under the limit, so the connection stays open throughout.
+    // gap is well under the limit, so the connection stays open throughout.
     let mut stream = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
     let started = std::time::Instant::now();
     let mut answered = 0;
@@ -548,7 +549,7 @@ async fn the_head_limit_counts_from_the_last_answer_not_from_the_connection_star
         answered += 1;
         tokio::time::sleep(Duration::from_millis(150)).await;
     }
-    assert!(answered >= 6, "{answered}");
+    assert!(answered >= 10, "{answered}");
 
     // Then idle: closed once the limit has passed since the last answer.
     let idle_from = std::time::Instant::now();
