@@ -262,8 +262,13 @@ pub struct MetaMembers<'a> {
 impl<'a> MetaMembers<'a> {
     /// Reads `_meta`'s text (-32602 when it is not an object, or gives a member twice).
     pub fn read(text: &'a RawValue) -> Result<MetaMembers<'a>, ErrorObject> {
-        let reserved = serde_json::from_str(text.get()).map_err(|e| {
-            ErrorObject::invalid_params(format!("Invalid params: _meta must be an object ({e})"))
+        // serde's own message would name an internal type and a position inside `_meta`;
+        // this one says what to send instead.
+        let reserved = serde_json::from_str(text.get()).map_err(|_| {
+            ErrorObject::invalid_params(
+                "Invalid params: _meta must be a JSON object that names each \
+                 io.modelcontextprotocol/ member at most once",
+            )
         })?;
         Ok(MetaMembers { text, reserved })
     }
@@ -530,7 +535,9 @@ mod tests {
             r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
             r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"loud"}}"#,
         ] {
-            assert_eq!(invalid(params).code, codes::INVALID_PARAMS, "{params}");
+            let e = invalid(params);
+            assert_eq!(e.code, codes::INVALID_PARAMS, "{params}");
+            assert!(!e.message.contains("Reserved"), "{}", e.message);
         }
     }
 

@@ -254,7 +254,9 @@ impl<F: Future> Spare<F> {
 }
 
 /// Handles one line. Replies that are ready at once go to `batch`, which the caller writes
-/// once per read; replies of requests that have to wait are sent by their own task.
+/// once per read; replies of requests that have to wait are sent by their own task. `make`
+/// is always [`request`]: passed in so that `F` names its future's type (an `async fn`'s
+/// future has no name to write), which the spare box must hold.
 async fn handle_line<F>(
     lines: &Lines<'_>,
     line: &[u8],
