@@ -406,14 +406,12 @@ impl<'a> AuthRequest<'a> {
     /// The canonical digest of the arguments (what the audit records and sealed state is
     /// bound to): over the text the client sent when that is already canonical, which
     /// spares parsing it; otherwise over the parsed arguments.
-    pub(crate) fn argument_digest(&self) -> String {
-        self.digest
-            .get_or_init(|| match &self.args {
-                ArgsSource::Raw(raw) => audit::digest_canonical_text(raw)
-                    .unwrap_or_else(|| audit::digest_json(self.arguments())),
-                ArgsSource::Value(_) => audit::digest_json(self.arguments()),
-            })
-            .clone()
+    pub(crate) fn argument_digest(&self) -> &str {
+        self.digest.get_or_init(|| match &self.args {
+            ArgsSource::Raw(raw) => audit::digest_canonical_text(raw)
+                .unwrap_or_else(|| audit::digest_json(self.arguments())),
+            ArgsSource::Value(_) => audit::digest_json(self.arguments()),
+        })
     }
 
     /// The arguments decoded into `T`, or the error a model would read for them.

@@ -20,6 +20,8 @@ use tracing_subscriber::fmt::time::FormatTime;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
 use tracing_subscriber::registry::LookupSpan;
 
+use crate::auth::audit::AuditRecord;
+
 /// Formats an event's or a span's fields as `message name=value name="text"`, without
 /// styling: what the generated `main` logs with. Usable in a subscriber of your own, e.g.
 /// `tracing_subscriber::fmt().fmt_fields(mcp::cli::LogFields)`.
@@ -78,13 +80,7 @@ where
         if LogTime.format_time(&mut writer).is_err() {
             writer.write_str("<unknown time>")?;
         }
-        writer.write_str(match *meta.level() {
-            Level::TRACE => " TRACE ",
-            Level::DEBUG => " DEBUG ",
-            Level::INFO => "  INFO ",
-            Level::WARN => "  WARN ",
-            Level::ERROR => " ERROR ",
-        })?;
+        writer.write_str(level_text(*meta.level()))?;
         if let Some(scope) = ctx.event_scope() {
             let mut seen = false;
             for span in scope.from_root() {
@@ -110,6 +106,17 @@ where
     }
 }
 
+/// A level as a line shows it, right-aligned between spaces.
+fn level_text(level: Level) -> &'static str {
+    match level {
+        Level::TRACE => " TRACE ",
+        Level::DEBUG => " DEBUG ",
+        Level::INFO => "  INFO ",
+        Level::WARN => "  WARN ",
+        Level::ERROR => " ERROR ",
+    }
+}
+
 /// The time of a log line in UTC with microseconds, `2026-12-04T12:13:20.620693Z`, as
 /// tracing-subscriber's `SystemTime` writes it; the date and time of day are formatted once
 /// a second (per thread), so a line pays only for its microseconds. Usable in a subscriber
@@ -124,26 +131,31 @@ thread_local! {
 
 impl FormatTime for LogTime {
     fn format_time(&self, w: &mut Writer<'_>) -> fmt::Result {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        let (secs, micros) = (now.as_secs(), now.subsec_micros());
-        SECOND.with_borrow_mut(|(second, text)| {
-            if *second != secs {
-                text.clear();
-                write_second(text, secs)?;
-                *second = secs;
-            }
-            w.write_str(text)?;
-            let mut digits = *b"000000Z";
-            let mut rest = micros;
-            for d in digits[..6].iter_mut().rev() {
-                *d = b'0' + (rest % 10) as u8;
-                rest /= 10;
-            }
-            w.write_str(std::str::from_utf8(&digits).map_err(|_| fmt::Error)?)
-        })
+        write_now(w)
     }
+}
+
+/// The time now, as [`LogTime`] writes it.
+fn write_now(w: &mut impl fmt::Write) -> fmt::Result {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let (secs, micros) = (now.as_secs(), now.subsec_micros());
+    SECOND.with_borrow_mut(|(second, text)| {
+        if *second != secs {
+            text.clear();
+            write_second(text, secs)?;
+            *second = secs;
+        }
+        w.write_str(text)?;
+        let mut digits = *b"000000Z";
+        let mut rest = micros;
+        for d in digits[..6].iter_mut().rev() {
+            *d = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        w.write_str(std::str::from_utf8(&digits).map_err(|_| fmt::Error)?)
+    })
 }
 
 /// `YYYY-MM-DDTHH:MM:SS.` of a Unix time in seconds (the proleptic Gregorian calendar).
@@ -173,6 +185,41 @@ fn write_second(out: &mut String, secs: u64) -> fmt::Result {
         of_day / 60 % 60,
         of_day % 60
     )
+}
+
+/// An audit event's line as [`LogLine`] and [`LogFields`] write its `tracing` event outside
+/// any span, without colour: the time, the level, the target, the message and the fields.
+pub(super) fn write_audit_line(out: &mut String, level: Level, event: &AuditRecord<'_>) {
+    use crate::auth::audit::LineValue;
+    // Writing to a `String` cannot fail.
+    let _ = write_now(out);
+    out.push_str(level_text(level));
+    out.push_str("mcp::audit: ");
+    let (message, fields) = crate::auth::audit::line_fields(event);
+    out.push_str(message);
+    for (name, value) in fields {
+        out.push(' ');
+        out.push_str(name);
+        out.push('=');
+        match value {
+            LineValue::Shown(text) => out.push_str(text),
+            LineValue::Text(text) if text.bytes().all(needs_no_escape) => {
+                out.push('"');
+                out.push_str(text);
+                out.push('"');
+            }
+            LineValue::Text(text) => {
+                let _ = write!(out, "{text:?}");
+            }
+        }
+    }
+    out.push('\n');
+}
+
+/// A byte `Debug` writes as it is inside a quoted `str`: printable ASCII but the quote and
+/// the backslash.
+fn needs_no_escape(b: u8) -> bool {
+    (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\'
 }
 
 /// A field's name as written: without the `r#` of a raw identifier.
@@ -232,7 +279,7 @@ fn quoted_as_is<'b>(name: &str, value: &str, buf: &'b mut [u8]) -> Option<&'b st
     let (body, tail) = rest.split_at_mut(value.len());
     // Checked and copied in one pass.
     for (to, &b) in body.iter_mut().zip(value.as_bytes()) {
-        if !(b' '..=b'~').contains(&b) || b == b'"' || b == b'\\' {
+        if !needs_no_escape(b) {
             return None;
         }
         *to = b;

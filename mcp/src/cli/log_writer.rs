@@ -73,7 +73,11 @@ impl Logs {
 
     /// [`Logs::start`] writing to `out` in batches of `batch`; the thread runs `first`
     /// before it waits for lines.
-    fn start_with(mut out: impl Write + Send + 'static, first: fn(), batch: Duration) -> Logs {
+    pub(super) fn start_with(
+        mut out: impl Write + Send + 'static,
+        first: fn(),
+        batch: Duration,
+    ) -> Logs {
         let shared = Arc::new(Shared {
             buffer: Mutex::new(Buffer {
                 parked: true,
@@ -96,7 +100,7 @@ impl Logs {
     }
 
     /// Appends one formatted line (or any bytes) to the buffer.
-    fn append(&self, bytes: &[u8]) {
+    pub(super) fn append(&self, bytes: &[u8]) {
         let Some(shared) = &self.shared else {
             let _ = std::io::stderr().write_all(bytes);
             return;

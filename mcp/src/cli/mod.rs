@@ -135,6 +135,7 @@
 //! the network transports an [`HttpConfig`](crate::transport::http::HttpConfig) of your own, or to cap what the command line
 //! may set, hand it a [`Setup`].
 
+mod audit_line;
 #[cfg(not(feature = "cli"))]
 mod bare;
 #[cfg(feature = "cli")]
@@ -422,7 +423,6 @@ fn log_filter(s: &str) -> Result<tracing_subscriber::filter::Targets, String> {
 fn init_logging(filter: &str) -> log_writer::FlushOnDrop {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
-    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = log_filter(filter).unwrap_or_else(|_| {
         tracing_subscriber::filter::Targets::new()
             .with_default(tracing_subscriber::filter::LevelFilter::INFO)
@@ -434,17 +434,36 @@ fn init_logging(filter: &str) -> log_writer::FlushOnDrop {
     let registry =
         registry.with(otel::slot().with_filter(tracing_subscriber::filter::LevelFilter::INFO));
     let logs = log_writer::Logs::start();
-    let _ = registry
-        .with(
-            tracing_subscriber::fmt::layer()
-                .event_format(LogLine::default())
-                .fmt_fields(LogFields)
-                .with_writer(logs.clone())
-                .with_ansi(std::io::stderr().is_terminal())
-                .with_filter(filter),
-        )
-        .try_init();
+    let coloured = std::io::stderr().is_terminal();
+    let subscriber = registry.with(
+        tracing_subscriber::fmt::layer()
+            .event_format(LogLine::default())
+            .fmt_fields(LogFields)
+            .with_writer(logs.clone())
+            .with_ansi(coloured)
+            .with_filter(filter.clone()),
+    );
+    // The audit lines are written straight into this log when it is the one installed and
+    // writes plain lines (`audit_line`).
+    if let Some(is_ours) = install(subscriber)
+        && !coloured
+    {
+        crate::auth::audit::write_lines_with(Box::new(audit_line::DirectAudit::new(
+            logs.clone(),
+            &filter,
+            is_ours,
+        )));
+    }
     log_writer::FlushOnDrop(logs)
+}
+
+/// Installs `subscriber` as the process's; then, a test of whether a dispatcher is it.
+fn install<S>(subscriber: S) -> Option<fn(&tracing::Dispatch) -> bool>
+where
+    S: tracing_subscriber::util::SubscriberInitExt + tracing::Subscriber + Send + Sync + 'static,
+{
+    subscriber.try_init().ok()?;
+    Some(|dispatch| dispatch.is::<S>())
 }
 
 /// The OpenTelemetry layer of the generated `main`: a reloadable slot in the subscriber,

@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use super::{ConnState, Reply, RequestExtras, Server};
 use crate::auth::{
-    ArgsSource, AuditEvent, AuditOutcome, AuthContext, AuthRequest, Decision, Seam, read_denied,
-    reasons, safe_decide,
+    ArgsSource, AuditOutcome, AuthContext, AuthRequest, Decision, Seam, read_denied, reasons,
+    safe_decide,
 };
 use crate::context::{Caller, Ctx, RequestCancel};
 use crate::elicit::mrtr::Mrtr;
@@ -550,20 +550,20 @@ impl Server {
         if !wanted {
             return;
         }
-        let detail = decision.detail().map(str::to_owned);
+        let context = request.context();
         crate::auth::audit::emit(
             self.inner.audit.as_ref(),
             level,
-            AuditEvent {
+            &crate::auth::audit::AuditRecord {
                 seam: request.seam(),
-                name: request.name().to_owned(),
-                conn_id: request.context().conn_id().clone(),
-                transport: request.context().transport(),
-                subject: request.context().principal().map(|p| p.subject.clone()),
+                name: request.name(),
+                conn_id: context.conn_id(),
+                transport: context.transport(),
+                subject: context.principal().map(|p| p.subject.as_str()),
                 argument_digest: request.argument_digest(),
                 decision: decision.kind(),
-                detail,
-                outcome,
+                detail: decision.detail(),
+                outcome: &outcome,
             },
         );
     }

@@ -222,7 +222,7 @@ impl Server {
         let binding = scope.caller.stateless.as_ref().map(|_| Binding {
             method: methods::TOOLS_CALL.to_owned(),
             target: p.name.clone().into_owned(),
-            args_digest: request.argument_digest(),
+            args_digest: request.argument_digest().to_owned(),
             principal: scope.caller.subject(),
         });
         // Whether it may be a task is settled before anyone is asked about it.
