@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::elicit::state::{ApprovalState, Binding, StateSealer};
+use crate::elicit::state::{ApprovalState, ArgsDigest, Binding, StateSealer};
 use crate::protocol::Meta;
 
 /// The sealing of `requestState` (2026-07-28), with a fixed key.
@@ -42,12 +42,16 @@ impl SealedStates {
         }
     }
 
-    fn binding(target: &str, args_digest: &str, principal: Option<&str>) -> Binding {
+    fn binding<'a>(
+        target: &'a str,
+        args_digest: &'a str,
+        principal: Option<&'a str>,
+    ) -> Binding<'a> {
         Binding {
-            method: "tools/call".to_owned(),
-            target: target.to_owned(),
-            args_digest: args_digest.to_owned(),
-            principal: principal.map(str::to_owned),
+            method: "tools/call",
+            target,
+            args_digest: ArgsDigest::Given(args_digest),
+            principal,
         }
     }
 

@@ -152,8 +152,8 @@ impl Caller {
     }
 
     /// The verified principal's subject, if any.
-    pub(crate) fn subject(&self) -> Option<String> {
-        self.auth.principal().map(|p| p.subject.clone())
+    pub(crate) fn subject(&self) -> Option<&str> {
+        self.auth.principal().map(|p| p.subject.as_str())
     }
 }
 

@@ -25,13 +25,35 @@ use crate::protocol::Meta;
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// What a sealed state must match to be accepted: the request it was issued for.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Binding {
-    pub(crate) method: String,
-    pub(crate) target: String,
-    pub(crate) args_digest: String,
-    pub(crate) principal: Option<String>,
+/// What a sealed state must match to be accepted: the request it was issued for, borrowed
+/// from it.
+#[derive(Clone, Copy)]
+pub(crate) struct Binding<'a> {
+    pub(crate) method: &'static str,
+    pub(crate) target: &'a str,
+    pub(crate) args_digest: ArgsDigest<'a>,
+    pub(crate) principal: Option<&'a str>,
+}
+
+/// The digest of a request's arguments, as a [`Binding`] holds it.
+#[derive(Clone, Copy)]
+pub(crate) enum ArgsDigest<'a> {
+    /// Known already.
+    Given(&'a str),
+    /// Computed when first read: only a request that seals or opens a state needs it, and
+    /// most do neither (a `tools/call` without an authorizer would hash its arguments for
+    /// nothing).
+    Lazy(&'a (dyn Fn() -> &'a str + Sync)),
+}
+
+impl ArgsDigest<'_> {
+    /// The digest.
+    pub(crate) fn get(&self) -> &str {
+        match self {
+            ArgsDigest::Given(digest) => digest,
+            ArgsDigest::Lazy(digest) => digest(),
+        }
+    }
 }
 
 /// The sealed contents.
@@ -182,17 +204,17 @@ impl StateSealer {
     /// Seals a state for `binding` carrying the answers so far.
     pub(crate) fn seal(
         &self,
-        binding: &Binding,
+        binding: &Binding<'_>,
         answers: Meta,
         app_state: Option<Value>,
         approval: ApprovalState,
     ) -> String {
         let payload = Payload {
             v: 1,
-            m: binding.method.clone(),
-            t: binding.target.clone(),
-            d: binding.args_digest.clone(),
-            p: binding.principal.clone(),
+            m: binding.method.to_owned(),
+            t: binding.target.to_owned(),
+            d: binding.args_digest.get().to_owned(),
+            p: binding.principal.map(str::to_owned),
             exp: now_ms() + self.ttl.as_millis() as u64,
             n: crate::util::random_token(16),
             a: answers,
@@ -207,7 +229,11 @@ impl StateSealer {
     }
 
     /// Verifies a state against the request presenting it, consuming its nonce.
-    pub(crate) async fn open(&self, state: &str, binding: &Binding) -> Result<Opened, StateError> {
+    pub(crate) async fn open(
+        &self,
+        state: &str,
+        binding: &Binding<'_>,
+    ) -> Result<Opened, StateError> {
         let (body, tag) = state.split_once('.').ok_or(StateError::Tampered)?;
         let tag = B64.decode(tag).map_err(|_| StateError::Tampered)?;
         let mut mac = self.mac();
@@ -224,8 +250,8 @@ impl StateSealer {
         }
         if payload.m != binding.method
             || payload.t != binding.target
-            || payload.d != binding.args_digest
-            || payload.p != binding.principal
+            || payload.d != binding.args_digest.get()
+            || payload.p.as_deref() != binding.principal
         {
             return Err(StateError::Mismatched);
         }
@@ -255,16 +281,16 @@ impl StateSealer {
 mod tests {
     use super::*;
 
-    fn binding() -> Binding {
+    fn binding() -> Binding<'static> {
         Binding {
-            method: "tools/call".into(),
-            target: "delete".into(),
-            args_digest: "abc".into(),
+            method: "tools/call",
+            target: "delete",
+            args_digest: ArgsDigest::Given("abc"),
             principal: None,
         }
     }
 
-    fn open(s: &StateSealer, state: &str, b: &Binding) -> Result<Opened, StateError> {
+    fn open(s: &StateSealer, state: &str, b: &Binding<'_>) -> Result<Opened, StateError> {
         futures::executor::block_on(s.open(state, b))
     }
 
@@ -310,19 +336,23 @@ mod tests {
         );
         for changed in [
             Binding {
-                target: "other".into(),
+                target: "other",
                 ..binding()
             },
             Binding {
-                args_digest: "def".into(),
+                args_digest: ArgsDigest::Given("def"),
                 ..binding()
             },
             Binding {
-                principal: Some("mallory".into()),
+                args_digest: ArgsDigest::Lazy(&|| "def"),
                 ..binding()
             },
             Binding {
-                method: "prompts/get".into(),
+                principal: Some("mallory"),
+                ..binding()
+            },
+            Binding {
+                method: "prompts/get",
                 ..binding()
             },
         ] {

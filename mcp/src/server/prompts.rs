@@ -6,7 +6,7 @@ use super::compat;
 use super::dispatch::{Outcome, Scope, parse_params, run_handler};
 use super::stateless::args_digest;
 use super::{Reply, Server};
-use crate::elicit::state::Binding;
+use crate::elicit::state::{ArgsDigest, Binding};
 use crate::protocol::{ErrorObject, GetPromptRequestParams, PaginatedParams, methods};
 use crate::registry::{ListKind, PromptArgs, PromptError, page};
 
@@ -52,10 +52,17 @@ impl Server {
                 missing.join(", ")
             )));
         }
-        let binding = scope.caller.stateless.as_ref().map(|_| Binding {
-            method: methods::PROMPTS_GET.to_owned(),
-            target: p.name.clone(),
-            args_digest: args_digest(&serde_json::to_value(&args).unwrap_or_default()),
+        // The arguments go to the handler, and a suspended prompt is sealed after it ran:
+        // their digest is taken now.
+        let digest = scope
+            .caller
+            .stateless
+            .as_ref()
+            .map(|_| args_digest(&serde_json::to_value(&args).unwrap_or_default()));
+        let binding = digest.as_deref().map(|digest| Binding {
+            method: methods::PROMPTS_GET,
+            target: &p.name,
+            args_digest: ArgsDigest::Given(digest),
             principal: scope.caller.subject(),
         });
         let mrtr = match &binding {

@@ -10,7 +10,7 @@ use super::dispatch::{Outcome, Scope, contained, parse_params, run_handler};
 use super::{Reply, Server};
 use crate::context::{Caller, Ctx};
 use crate::elicit::mrtr::Mrtr;
-use crate::elicit::state::Binding;
+use crate::elicit::state::{ArgsDigest, Binding};
 use crate::protocol::{
     Era, ErrorObject, PaginatedParams, ReadResourceResult, RequestId, Resource, ResourceContents,
     ResourceUriParams, codes, methods,
@@ -99,9 +99,9 @@ impl Server {
         let p: ResourceUriParams = parse_params(methods::RESOURCES_READ, params, true)?;
         let retried = p.request_state.is_some() || p.input_responses.is_some();
         let binding = scope.caller.stateless.as_ref().map(|_| Binding {
-            method: methods::RESOURCES_READ.to_owned(),
-            target: p.uri.clone(),
-            args_digest: String::new(),
+            method: methods::RESOURCES_READ,
+            target: &p.uri,
+            args_digest: ArgsDigest::Given(""),
             principal: scope.caller.subject(),
         });
         let mrtr = match &binding {

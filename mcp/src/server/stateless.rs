@@ -349,7 +349,7 @@ impl Server {
     pub(crate) async fn open_mrtr(
         &self,
         scope: &Scope,
-        binding: &Binding,
+        binding: &Binding<'_>,
         request_state: Option<&str>,
         input_responses: Option<Meta>,
     ) -> Result<Option<Arc<Mrtr>>, ErrorObject> {
@@ -373,7 +373,12 @@ impl Server {
 
     /// The input-required result for a suspended request: every ask it recorded and a
     /// sealed state carrying the answers so far.
-    pub(crate) fn input_required(&self, scope: &Scope, mrtr: &Mrtr, binding: &Binding) -> Reply {
+    pub(crate) fn input_required(
+        &self,
+        scope: &Scope,
+        mrtr: &Mrtr,
+        binding: &Binding<'_>,
+    ) -> Reply {
         let asked = mrtr.take_asked();
         let state = self.inner.sealer.seal(
             binding,
@@ -397,7 +402,7 @@ impl Server {
     pub(crate) fn ask_approval_stateless(
         &self,
         scope: &Scope,
-        binding: &Binding,
+        binding: &Binding<'_>,
         tool: &str,
         prompt: &str,
     ) -> Reply {

@@ -20,7 +20,7 @@ use crate::auth::{
 };
 use crate::context::{Caller, NO_CHANNEL};
 use crate::elicit::mrtr::Mrtr;
-use crate::elicit::state::{ApprovalState, Binding};
+use crate::elicit::state::{ApprovalState, ArgsDigest, Binding};
 use crate::elicit::{APPROVAL_KEY, Approval, ask_approval, judge};
 use crate::protocol::methods::Method;
 use crate::protocol::{
@@ -219,12 +219,8 @@ impl Server {
         });
         // On 2026-07-28 every round of this call is bound to this tool, these arguments
         // and this principal.
-        let binding = scope.caller.stateless.as_ref().map(|_| Binding {
-            method: methods::TOOLS_CALL.to_owned(),
-            target: p.name.clone().into_owned(),
-            args_digest: request.argument_digest().to_owned(),
-            principal: scope.caller.subject(),
-        });
+        let digest_of_args = || request.argument_digest();
+        let binding = call_binding(scope, &p.name, &digest_of_args);
         // Whether it may be a task is settled before anyone is asked about it.
         let plan = match tool.filter(|t| has_scopes(&scope.caller, t)) {
             Some(t) if argument_error.is_none() && self.capabilities().tasks.is_some() => {
@@ -337,6 +333,9 @@ impl Server {
             p.arguments.map(|a| Params::part_of(shared, a)),
             request.take_decoded(),
         );
+        // The same binding, on the request the decoded arguments have left.
+        let digest_of_args = || request.argument_digest();
+        let binding = call_binding(scope, &p.name, &digest_of_args);
         // Allowed (or approved): now the layers, around the tool.
         let call = Approved {
             request: &request,
@@ -494,7 +493,7 @@ impl Server {
         &self,
         scope: &Scope,
         mrtr: &Mrtr,
-        binding: &Binding,
+        binding: &Binding<'_>,
         tool: &str,
         prompt: &str,
     ) -> StatelessApproval {
@@ -528,7 +527,7 @@ impl Server {
         scope: &Scope,
         at: UrlStepAt<'_>,
         mrtr: Option<&Arc<Mrtr>>,
-        binding: Option<&Binding>,
+        binding: Option<&Binding<'_>>,
     ) -> Result<Reply, ErrorObject> {
         let refuse = |reason: &str, why: &str| {
             let outcome = AuditOutcome::NotApproved(format!("{reason}: {why}"));
@@ -662,7 +661,7 @@ struct Approved<'a> {
     decision: Option<&'a Decision>,
     approved: bool,
     mrtr: Option<&'a Arc<Mrtr>>,
-    binding: Option<&'a Binding>,
+    binding: Option<&'a Binding<'a>>,
     plan: TaskPlan,
 }
 
@@ -700,4 +699,20 @@ fn has_scopes(caller: &Caller, tool: &ToolDef) -> bool {
         .auth
         .principal()
         .is_some_and(|p| p.has_scopes(tool.required_scopes()))
+}
+
+/// What every round of a 2026-07-28 `tools/call` is bound to: this tool, these arguments
+/// (their digest computed only if a state is sealed or opened) and this principal. `None`
+/// in the handshake era.
+fn call_binding<'a>(
+    scope: &'a Scope,
+    tool: &'a str,
+    digest_of_args: &'a (dyn Fn() -> &'a str + Sync),
+) -> Option<Binding<'a>> {
+    scope.caller.stateless.as_ref().map(|_| Binding {
+        method: methods::TOOLS_CALL,
+        target: tool,
+        args_digest: ArgsDigest::Lazy(digest_of_args),
+        principal: scope.caller.subject(),
+    })
 }
