@@ -3,8 +3,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, RwLock};
 use tokio_util::sync::CancellationToken;
@@ -65,8 +65,10 @@ pub(crate) struct ConnState {
     pub(crate) input_closed: CancellationToken,
     /// The era fixed by the connection's first decisive message (stdio).
     pub(crate) era: FixedEra,
-    /// State the handlers keep for this connection (`Ctx::session_state`).
-    pub(crate) states: Arc<crate::states::StateMap>,
+    /// State the handlers keep for this connection (`Ctx::session_state`), made when a
+    /// handler first keeps some ([`ConnState::session_states`]): most connections, and
+    /// every 2026-07-28 request's detached state, never do.
+    states: OnceLock<Arc<crate::states::StateMap>>,
     /// Called when an initialized connection's state ends; taken by a state that replaces
     /// this one on a first attach, so it is called once per session.
     pub(crate) on_end: Mutex<Option<SessionEndHook>>,
@@ -81,7 +83,7 @@ pub(crate) type SessionEndHook = Arc<dyn Fn(&SessionEnd<'_>) + Send + Sync>;
 pub struct SessionEnd<'a> {
     conn_id: &'a ConnId,
     transport: Transport,
-    states: &'a crate::states::StateMap,
+    states: Option<&'a crate::states::StateMap>,
 }
 
 impl SessionEnd<'_> {
@@ -97,7 +99,7 @@ impl SessionEnd<'_> {
 
     /// The state of type `T` its handlers kept (`Ctx::session_state`), if they made one.
     pub fn state<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
-        self.states.get::<T>()
+        self.states?.get::<T>()
     }
 }
 
@@ -110,7 +112,7 @@ impl Drop for ConnState {
             hook(&SessionEnd {
                 conn_id: &self.id,
                 transport: self.transport,
-                states: &self.states,
+                states: self.states.get().map(|states| &**states),
             });
         }
     }
@@ -148,7 +150,7 @@ impl ConnState {
             closed: crate::util::Flagged::new(),
             input_closed: CancellationToken::new(),
             era: FixedEra::default(),
-            states: Arc::default(),
+            states: OnceLock::new(),
             on_end: Mutex::new(on_end),
         }
     }
@@ -167,6 +169,16 @@ impl ConnState {
             Some(era) => self.era.fix(era),
             None => Era::Handshake,
         }
+    }
+
+    /// The state its handlers keep (`Ctx::session_state`), made now if none was.
+    pub(crate) fn session_states(&self) -> &Arc<crate::states::StateMap> {
+        self.states.get_or_init(Arc::default)
+    }
+
+    /// Shares `other`'s handler state (a session moving to a fresh state).
+    pub(crate) fn share_states_of(&mut self, other: &ConnState) {
+        self.states = OnceLock::from(Arc::clone(other.session_states()));
     }
 
     /// The live transport's queue, if a transport is attached.

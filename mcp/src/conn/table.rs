@@ -147,7 +147,7 @@ impl ConnTable {
                     self.max_pending,
                     old.on_end.lock().take(),
                 );
-                fresh.states = Arc::clone(&old.states);
+                fresh.share_states_of(&old);
                 let fresh = Arc::new(fresh);
                 *fresh.session.write() = old.session.read().clone();
                 *fresh.subscriptions.lock() = old.subscriptions.lock().clone();

@@ -874,7 +874,11 @@ impl Ctx {
     /// [`ServerBuilder::on_session_end`](crate::ServerBuilder::on_session_end) sees it when
     /// the session ends.
     pub fn session_state<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
-        self.inner.caller.conn.states.get_or_insert_with(T::default)
+        self.inner
+            .caller
+            .conn
+            .session_states()
+            .get_or_insert_with(T::default)
     }
 
     /// The per-call timeout the server applies.
