@@ -68,7 +68,7 @@ pub(super) struct Logs {
 impl Logs {
     /// Starts the writer thread (or, when no thread can be started, writes directly).
     pub(super) fn start() -> Logs {
-        Logs::start_with(std::io::stderr(), warm_cpu_feature_cache, BATCH)
+        Logs::start_with(std::io::stderr(), warm_up, BATCH)
     }
 
     /// [`Logs::start`] writing to `out` in batches of `batch`; the thread runs `first`
@@ -205,6 +205,13 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
     fn make_writer(&'a self) -> Self::Writer {
         Line(self)
     }
+}
+
+/// What the log thread does before its first line, while the main thread boots: work the
+/// first message would otherwise wait for.
+fn warm_up() {
+    warm_cpu_feature_cache();
+    crate::pressure::find_cgroup_early();
 }
 
 /// Asks the CPU what it can do, so that the first caller of a SIMD routine does not.

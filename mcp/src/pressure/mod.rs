@@ -13,10 +13,12 @@
 //!
 //! # The decision
 //!
-//! A background thread finds the limit as the server starts (the files under `/proc` and
-//! `/sys` it reads would otherwise add about a tenth of a millisecond before a process can
-//! read its first message; a message that arrives before the first reading waits for it),
-//! logs it, and reads usage every 100 ms; deciding on a message is two atomic loads.
+//! The limit is found as the server starts and logged, and usage is read every 100 ms by a
+//! background thread; deciding on a message is two atomic loads. Finding a cgroup reads
+//! files under `/proc` and `/sys` (about a tenth of a millisecond): the generated `main`
+//! looks from its log thread while it boots, and the server then takes its first reading
+//! as it is built; elsewhere the sampler's thread looks, and a message that arrives before
+//! the first reading waits for it.
 //! From [`ServerConfig::memory_high_water`](crate::server::ServerConfig::memory_high_water)
 //! percent of the limit (default 90; `--memory-high-water` / `MCP_MEMORY_HIGH_WATER`; 0
 //! turns the check off) until usage has stayed 5 points of the limit below it for half a
@@ -48,6 +50,7 @@ use serde_json::json;
 
 use crate::protocol::methods::Method;
 use crate::protocol::{ErrorObject, codes};
+pub(crate) use watch::find_cgroup_early;
 use watch::{Setting, Watch};
 
 /// How long a refused client is asked to wait before trying again, in seconds.

@@ -2,7 +2,7 @@
 //! used every [`INTERVAL`] into atomics, so deciding on a request is two atomic loads and
 //! never a system call.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
@@ -81,17 +81,48 @@ pub(crate) struct Setting {
 
 impl Setting {
     /// Where usage is read and the limit, if there is one: finding a cgroup reads a few
-    /// files under `/proc` and `/sys`.
+    /// files under `/proc` and `/sys` (once per process for `/`).
     fn resolve(&self) -> Option<Marks> {
         let (source, limit) = match self.limit {
             0 => {
-                let group = CgroupMemory::discover(&self.root)?;
+                let group = cgroup_of(&self.root)?;
                 let limit = group.limit;
                 (Source::Cgroup(group), limit)
             }
             bytes => (Source::Process, bytes),
         };
         Some(Marks::new(source, limit, self.high_percent))
+    }
+
+    /// Whether [`Setting::resolve`] is quick now: an operator's limit, or this process's
+    /// cgroup already being looked for ([`find_cgroup_early`]).
+    fn resolves_quickly(&self) -> bool {
+        self.limit != 0 || (self.root == Path::new("/") && LOOKING.load(Ordering::Relaxed))
+    }
+}
+
+/// This process's memory cgroup, found once.
+static CGROUP: OnceLock<Option<CgroupMemory>> = OnceLock::new();
+
+/// Whether someone started looking for [`CGROUP`].
+static LOOKING: AtomicBool = AtomicBool::new(false);
+
+/// Finds this process's memory cgroup now. The generated `main` calls this from a thread
+/// of its own as it boots: the server built afterwards then takes its first reading of
+/// usage at once, rather than have its first message wait for a sampler thread to start
+/// and look (about a tenth of a millisecond of a cold start).
+pub(crate) fn find_cgroup_early() {
+    LOOKING.store(true, Ordering::Relaxed);
+    CGROUP.get_or_init(|| CgroupMemory::discover(Path::new("/")));
+}
+
+/// The memory cgroup of the process whose `/proc` and `/sys` are under `root`.
+fn cgroup_of(root: &Path) -> Option<CgroupMemory> {
+    if root == Path::new("/") {
+        // Waits for a look already under way rather than look twice.
+        CGROUP.get_or_init(|| CgroupMemory::discover(root)).clone()
+    } else {
+        CgroupMemory::discover(root)
     }
 }
 
@@ -166,6 +197,21 @@ impl Watch {
     /// waits, and no message is decided on before the first reading.
     pub(crate) fn settled(&self) -> Option<&Marks> {
         self.marks.wait().as_ref()
+    }
+
+    /// Finds the limit, logs it and takes the first reading, then publishes the marks.
+    fn settle(&self) {
+        // However this ends (no limit, or a panic), the marks are settled, so that nothing
+        // waiting for them waits forever.
+        let _settles = Settles(self);
+        let Some(marks) = self.setting.resolve() else {
+            return;
+        };
+        tracing::info!(target: "mcp::pressure", limit_mib = marks.limit >> 20, high_water_mib = marks.high >> 20, source = marks.source.describe(), "new work is refused from {} MiB of the {} MiB memory limit", marks.high >> 20, marks.limit >> 20);
+        // The first reading before the marks are published: a server booted under
+        // pressure refuses its first message.
+        self.sample(&marks);
+        let _ = self.marks.set(Some(marks));
     }
 
     /// Records a sample of `used` bytes against `marks` (from the sampler's thread only);
@@ -244,6 +290,16 @@ pub(crate) fn shared(setting: Setting) -> Arc<Watch> {
         return existing;
     }
     let watch = Arc::new(Watch::new(setting));
+    // When the limit is quick to find, the first reading is taken here: the first message
+    // is then decided without waiting for the sampler's thread to start.
+    if watch.setting.resolves_quickly() {
+        watch.settle();
+        if watch.marks().is_none() {
+            // No limit: no sampler.
+            watches.push(Arc::downgrade(&watch));
+            return watch;
+        }
+    }
     let weak = Arc::downgrade(&watch);
     let started = std::thread::Builder::new()
         .name("mcp-memory".into())
@@ -271,18 +327,12 @@ fn sample_while_needed(weak: &Weak<Watch>) {
     let Some(watch) = weak.upgrade() else {
         return;
     };
-    {
-        // However this block ends (no limit, or a panic), the marks are settled, so that
-        // nothing waiting for them waits forever.
-        let _settles = Settles(&watch);
-        let Some(marks) = watch.setting.resolve() else {
-            return;
-        };
-        tracing::info!(target: "mcp::pressure", limit_mib = marks.limit >> 20, high_water_mib = marks.high >> 20, source = marks.source.describe(), "new work is refused from {} MiB of the {} MiB memory limit", marks.high >> 20, marks.limit >> 20);
-        // The first reading before the marks are published: a server booted under
-        // pressure refuses its first message.
-        watch.sample(&marks);
-        let _ = watch.marks.set(Some(marks));
+    if watch.marks.get().is_none() {
+        watch.settle();
+    }
+    if watch.marks().is_none() {
+        // No limit: nothing to sample.
+        return;
     }
     drop(watch);
     loop {
@@ -349,5 +399,21 @@ mod tests {
     fn the_resident_set_of_this_process_reads() {
         let rss = resident().expect("/proc/self/statm");
         assert!(rss > 1 << 20, "{rss}");
+    }
+
+    /// A limit that is quick to find (an operator's, or this process's cgroup once looked
+    /// for early) is settled by the time the server holding the watch is built: its first
+    /// message waits for no thread.
+    #[test]
+    fn a_limit_found_early_is_settled_before_the_first_message() {
+        find_cgroup_early();
+        for watched in [setting(0, 91), setting(1 << 40, 92)] {
+            let watch = shared(watched.clone());
+            assert!(watch.marks.get().is_some(), "{watched:?} settled at once");
+        }
+        let operator = shared(setting(1 << 40, 92));
+        let marks = operator.marks().expect("an operator's limit");
+        assert_eq!(marks.limit, 1 << 40);
+        assert!(operator.used() > 1 << 20, "the first reading was taken");
     }
 }
