@@ -252,9 +252,8 @@ pub(crate) fn line_fields<'a>(
 }
 
 /// Writes audit lines into a log it owns without `tracing`'s event path (the dispatch,
-/// the visit of every field, the formatter's writes through `dyn` writers): on a guarded
-/// HTTP server that path cost more than a sixth of a request. The generated `main`
-/// installs one for its own log ([`write_lines_with`]).
+/// the visit of every field, the formatter's writes through `dyn` writers). The generated
+/// `main` installs one for its own log ([`write_lines_with`]; `cli::audit_line`).
 pub(crate) trait LineWriter: Send + Sync {
     /// Writes `event`'s line at `level`, byte for byte as the log's subscriber writes the
     /// `tracing` event; `false` when it cannot vouch for that here (a span in scope,

@@ -2,11 +2,11 @@
 //!
 //! With an authorizer set, every call writes an audit line at INFO. Through `tracing`, the
 //! line is an event dispatched to the subscriber, whose layers visit its nine fields one
-//! `dyn` call at a time and write each piece through a `dyn` writer: on a guarded HTTP
-//! server at 16 clients that was ~1.5 µs of a ~11 µs request, where the same server at WARN
-//! spends nothing on it. The generated `main` knows its log (the subscriber it installed,
-//! its filter, its format), so it writes the same bytes itself whenever it can vouch for
-//! them, and leaves the event to `tracing` when it cannot.
+//! `dyn` call at a time and write each piece through a `dyn` writer. The generated `main`
+//! knows its log (the subscriber it installed, its filter, its format), so it writes the
+//! same bytes itself whenever it can vouch for them, and leaves the event to `tracing` when
+//! it cannot. Guarded stdio, alternating runs: 2.04 → 1.89 µs of server CPU per call (and
+//! 1.84 with the event no longer copied into an `AuditEvent` when no sink wants one).
 
 use std::cell::RefCell;
 
@@ -97,43 +97,14 @@ impl LineWriter for DirectAudit {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
-    use std::sync::{Arc, Mutex};
     use std::time::Duration;
-
-    use tracing_subscriber::fmt::MakeWriter;
 
     use super::*;
     use crate::auth::Seam;
     use crate::auth::audit::{AuditOutcome, trace_line};
+    use crate::cli::log_format::tests::Captured;
     use crate::cli::{LogFields, LogLine};
     use crate::conn::{ConnId, Transport};
-
-    #[derive(Clone, Default)]
-    struct Captured(Arc<Mutex<Vec<u8>>>);
-
-    impl Captured {
-        fn text(&self) -> String {
-            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-        }
-    }
-
-    impl Write for Captured {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl<'a> MakeWriter<'a> for Captured {
-        type Writer = Captured;
-        fn make_writer(&'a self) -> Captured {
-            self.clone()
-        }
-    }
 
     /// The generated `main`'s subscriber, writing to `out`.
     fn subscriber(out: Captured) -> impl tracing::Subscriber + Send + Sync {

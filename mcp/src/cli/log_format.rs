@@ -311,15 +311,23 @@ impl Visit for Visitor<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::sync::{Arc, Mutex};
 
     use tracing_subscriber::fmt::MakeWriter;
 
     use super::*;
 
+    /// A log's output, kept for a test to read.
     #[derive(Clone, Default)]
-    struct Captured(Arc<Mutex<Vec<u8>>>);
+    pub(in crate::cli) struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Captured {
+        /// Everything written so far.
+        pub(in crate::cli) fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
 
     impl std::io::Write for Captured {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
