@@ -68,6 +68,7 @@ pub(super) struct Logs {
 impl Logs {
     /// Starts the writer thread (or, when no thread can be started, writes directly).
     pub(super) fn start() -> Logs {
+        crate::pressure::expect_cgroup_early();
         Logs::start_with(std::io::stderr(), warm_up, BATCH)
     }
 
@@ -210,8 +211,9 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
 /// What the log thread does before its first line, while the main thread boots: work the
 /// first message would otherwise wait for.
 fn warm_up() {
-    warm_cpu_feature_cache();
+    // The cgroup first: the server being built may be waiting for it.
     crate::pressure::find_cgroup_early();
+    warm_cpu_feature_cache();
 }
 
 /// Asks the CPU what it can do, so that the first caller of a SIMD routine does not.

@@ -50,8 +50,8 @@ use serde_json::json;
 
 use crate::protocol::methods::Method;
 use crate::protocol::{ErrorObject, codes};
-pub(crate) use watch::find_cgroup_early;
 use watch::{Setting, Watch};
+pub(crate) use watch::{expect_cgroup_early, find_cgroup_early};
 
 /// How long a refused client is asked to wait before trying again, in seconds.
 pub(crate) const RETRY_AFTER_SECS: u64 = 2;

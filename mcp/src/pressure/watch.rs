@@ -95,7 +95,7 @@ impl Setting {
     }
 
     /// Whether [`Setting::resolve`] is quick now: an operator's limit, or this process's
-    /// cgroup already being looked for ([`find_cgroup_early`]).
+    /// cgroup being looked for already ([`expect_cgroup_early`]).
     fn resolves_quickly(&self) -> bool {
         self.limit != 0 || (self.root == Path::new("/") && LOOKING.load(Ordering::Relaxed))
     }
@@ -107,12 +107,18 @@ static CGROUP: OnceLock<Option<CgroupMemory>> = OnceLock::new();
 /// Whether someone started looking for [`CGROUP`].
 static LOOKING: AtomicBool = AtomicBool::new(false);
 
-/// Finds this process's memory cgroup now. The generated `main` calls this from a thread
-/// of its own as it boots: the server built afterwards then takes its first reading of
-/// usage at once, rather than have its first message wait for a sampler thread to start
-/// and look (about a tenth of a millisecond of a cold start).
-pub(crate) fn find_cgroup_early() {
+/// Says that [`find_cgroup_early`] is about to run on another thread: a server built from
+/// now on takes the cgroup it finds (waiting for it if need be, or looking itself if that
+/// thread has not started yet) and its first reading at once, rather than have its first
+/// message wait for a sampler thread to start and look (about a tenth of a millisecond of
+/// a cold start). The generated `main` says so before it starts its log thread, which
+/// looks first thing.
+pub(crate) fn expect_cgroup_early() {
     LOOKING.store(true, Ordering::Relaxed);
+}
+
+/// Finds this process's memory cgroup now (see [`expect_cgroup_early`]).
+pub(crate) fn find_cgroup_early() {
     CGROUP.get_or_init(|| CgroupMemory::discover(Path::new("/")));
 }
 
@@ -406,6 +412,7 @@ mod tests {
     /// message waits for no thread.
     #[test]
     fn a_limit_found_early_is_settled_before_the_first_message() {
+        expect_cgroup_early();
         find_cgroup_early();
         for watched in [setting(0, 91), setting(1 << 40, 92)] {
             let watch = shared(watched.clone());
