@@ -220,6 +220,13 @@ impl Watch {
         let _ = self.marks.set(Some(marks));
     }
 
+    /// Turns the check off for good (no sampler will read usage again): settled as "no
+    /// limit" if it was not settled yet, and never over if its first reading was taken.
+    fn switch_off(&self) {
+        let _ = self.marks.set(None);
+        self.over.store(false, Ordering::Relaxed);
+    }
+
     /// Records a sample of `used` bytes against `marks` (from the sampler's thread only);
     /// says whether the state changed.
     fn observe(&self, marks: &Marks, used: u64) -> Option<Crossing> {
@@ -312,7 +319,7 @@ pub(crate) fn shared(setting: Setting) -> Arc<Watch> {
         .spawn(move || sample_while_needed(&weak));
     if let Err(e) = started {
         tracing::warn!(target: "mcp::pressure", error = %e, "cannot start the memory sampler: memory-pressure admission is off");
-        let _ = watch.marks.set(None);
+        watch.switch_off();
     }
     watches.push(Arc::downgrade(&watch));
     watch
@@ -422,5 +429,17 @@ mod tests {
         let marks = operator.marks().expect("an operator's limit");
         assert_eq!(marks.limit, 1 << 40);
         assert!(operator.used() > 1 << 20, "the first reading was taken");
+    }
+
+    /// A watch whose sampler could not start refuses nothing, even when its first reading,
+    /// taken as the server was built, was over the mark.
+    #[test]
+    fn a_watch_without_its_sampler_refuses_nothing() {
+        let watch = Watch::new(setting(1000, 90));
+        let marks = Marks::new(Source::Process, 1000, 90);
+        assert_eq!(watch.observe(&marks, 950), Some(Crossing::Entered));
+        let _ = watch.marks.set(Some(marks));
+        watch.switch_off();
+        assert!(!watch.over());
     }
 }
