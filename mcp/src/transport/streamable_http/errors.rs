@@ -94,8 +94,8 @@ pub(super) fn already_open(session: &Session) -> Response {
 
 /// `response` with the session's id in `Mcp-Session-Id`.
 pub(super) fn with_session(mut response: Response, session: &Session) -> Response {
-    if let Ok(v) = HeaderValue::from_str(&session.id) {
-        response.headers_mut().insert(SESSION_HEADER, v);
+    if let Some(v) = &session.id_header {
+        response.headers_mut().insert(SESSION_HEADER, v.clone());
     }
     response
 }

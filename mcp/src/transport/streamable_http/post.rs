@@ -26,8 +26,9 @@ use crate::protocol::{Era, ErrorObject, Message, ProtocolVersion, codes, methods
 use crate::server::{ConnId, Outbound, Reply, RequestExtras, Transport};
 use crate::transport::http::app::App;
 use crate::transport::http::guard::{
-    accepts, bad_request, declared_too_large, decode_body, http_headers, is_json, json_response,
-    memory_pressure, payload_too_large, read_body, rpc_error, unsupported_media_type,
+    accepts_all, bad_request, declared_too_large, decode_body, http_headers, is_json,
+    json_response, memory_pressure, payload_too_large, read_body, rpc_error,
+    unsupported_media_type,
 };
 use crate::transport::http::sse_body::{Stops, sse_response};
 
@@ -84,7 +85,7 @@ pub(super) async fn post_handler(
     if !is_json(&headers) {
         return unsupported_media_type(&headers);
     }
-    if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
+    if !accepts_all(&headers, ["application/json", "text/event-stream"]) {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
             codes::INVALID_REQUEST,

@@ -152,6 +152,9 @@ pub(crate) struct AlreadyOpen;
 /// One Streamable HTTP session.
 pub(crate) struct Session {
     pub(crate) id: Arc<str>,
+    /// `id` as the `Mcp-Session-Id` value of every response: made once, since each
+    /// response's copy of the text was an allocation.
+    pub(crate) id_header: Option<axum::http::HeaderValue>,
     pub(crate) conn: Connection,
     owner: Option<(String, Option<String>)>,
     version: RwLock<Option<ProtocolVersion>>,
@@ -608,6 +611,7 @@ impl SessionTable {
             },
         );
         let session = Arc::new(Session {
+            id_header: axum::http::HeaderValue::from_str(&id).ok(),
             id: Arc::clone(&id),
             conn,
             owner,
