@@ -348,22 +348,24 @@ async fn answer_post(
         let _busy = running.busy();
         let (sink, rx) = Outbound::channel(capacity);
         let stop = Some(running.closed.clone());
-        let with_sink = |sink: &Outbound| RequestExtras {
-            sink: Some(sink.clone()),
-            ..extras.clone()
-        };
         match work {
             // One request needs neither `join_all`'s array of futures nor a list of
-            // replies: this is every POST of a client that does not batch.
+            // replies: this is every POST of a client that does not batch. It holds the
+            // only sender (moved, as are the extras): the receiver closes when it is done.
             Work::One(message) => {
-                let extras = with_sink(&sink);
-                // The requests hold the only senders: the receiver closes when they are done.
-                drop(sink);
+                let extras = RequestExtras {
+                    sink: Some(sink),
+                    ..extras
+                };
                 let work =
                     std::pin::pin!(async { [running.conn.handle_with(message, extras).await] });
                 drive(work, rx, Vec::new(), false, stop, &mut *log, answer_tx).await;
             }
             Work::Batch(requests, premade) => {
+                let with_sink = |sink: &Outbound| RequestExtras {
+                    sink: Some(sink.clone()),
+                    ..extras.clone()
+                };
                 let work = std::pin::pin!(futures::future::join_all(
                     requests
                         .into_iter()
