@@ -156,6 +156,14 @@ async fn delete_ends_the_session_and_later_use_gets_404() {
     c.initialize("2025-11-25", json!({})).await;
     let stream = c.get().send().await.unwrap();
     assert_eq!(stream.status(), StatusCode::OK);
+    // The stream names its session, as every response on one does.
+    assert_eq!(
+        stream
+            .headers()
+            .get("mcp-session-id")
+            .map(|v| v.to_str().unwrap()),
+        c.session.as_deref()
+    );
     let mut events = mcp_tests::http::SseReader::new(stream);
 
     let r = c.delete().send().await.unwrap();

@@ -132,13 +132,14 @@ async fn get_handler(
         // request stream ends with its response.
         shutdown: standalone.then(|| app.config.shutdown.clone()),
     };
-    let session_value = HeaderValue::from_str(&session.id).ok();
     sse_response(
         rx,
         app.config.keep_alive,
         stops,
         (session.busy(), slot),
-        session_value
+        session
+            .id_header
+            .clone()
             .map(|v| vec![(SESSION_HEADER, v)])
             .unwrap_or_default(),
     )
