@@ -637,13 +637,23 @@ pub(crate) async fn contained<T, F: std::future::Future<Output = T>>(
     let deadline = tokio::time::Instant::now().checked_add(timeout);
     let fut = async move { start().await };
     let mut fut = std::pin::pin!(std::panic::AssertUnwindSafe(fut).catch_unwind());
-    let outcome = match poll_once(fut.as_mut()).await {
-        Poll::Ready(r) => Ok(r),
-        Poll::Pending => match deadline {
-            Some(deadline) => tokio::time::timeout_at(deadline, fut).await,
-            None => Ok(fut.await),
-        },
+    // Returned from inside the `if let`, whose scrutinee ends with it: a `match` on the
+    // first poll would keep its (result-sized) value in this future's state across the wait.
+    if let Poll::Ready(r) = poll_once(fut.as_mut()).await {
+        return settle(Ok(r), timeout);
+    }
+    let outcome = match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, fut).await,
+        None => Ok(fut.await),
     };
+    settle(outcome, timeout)
+}
+
+/// What a contained handler's run came to: its value, a logged panic, or the timeout.
+fn settle<T>(
+    outcome: Result<std::thread::Result<T>, tokio::time::error::Elapsed>,
+    timeout: std::time::Duration,
+) -> Result<T, Failure> {
     match outcome {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(payload)) => {

@@ -348,11 +348,17 @@ impl Server {
         if self.inner.layers.is_empty() && tool.layers.is_empty() {
             return self.run_tool(scope, tool, args, token, call).await;
         }
-        let run = std::pin::pin!(async move {
-            crate::layers::Answer::new(self.run_tool(scope, tool, args, token, call).await)
-        });
-        self.layered(scope, Method::ToolsCall, params, &tool.layers, run)
-            .await
+        // Boxed, with the tool's future inside: a call's future is as large as its
+        // largest path, and every call without layers would otherwise carry this one's
+        // state (the tool's future pinned beside the layers' chain) in its own.
+        Box::pin(async move {
+            let run = std::pin::pin!(async move {
+                crate::layers::Answer::new(self.run_tool(scope, tool, args, token, call).await)
+            });
+            self.layered(scope, Method::ToolsCall, params, &tool.layers, run)
+                .await
+        })
+        .await
     }
 
     /// Runs an allowed call and audits how it ended.
