@@ -41,6 +41,9 @@ const WRITE_BATCH: usize = 256 * 1024;
 /// From this size on, a frame is written from its own buffer instead of being copied into
 /// the write batch (copying costs more than the write call saved).
 const DIRECT_WRITE: usize = 64 * 1024;
+/// Room a batch of replies makes when it outgrows its first reply: a read of pipelined
+/// calls brings dozens (64 in flight: ~7 KiB of small results).
+const BATCH_ROOM: usize = 16 * 1024;
 
 /// Serves `server` on the process's stdin and stdout until stdin closes or the process is
 /// sent SIGTERM. On SIGTERM no new request is accepted (each gets an error), answers and
@@ -401,6 +404,12 @@ fn push_reply(batch: &mut String, reply: Option<Reply>) {
 /// Appends one encoded frame to the batch.
 fn batch_frame(batch: &mut String, frame: &str) {
     if !batch.is_empty() {
+        if batch.capacity() - batch.len() <= frame.len() {
+            // Grown once to hold a read's worth of replies (and the newline the writer
+            // ends it with), not doubled from the first reply's exact size, which copied
+            // the batch at every step.
+            batch.reserve(frame.len() + 1 + BATCH_ROOM);
+        }
         batch.push('\n');
     }
     batch.push_str(frame);
@@ -435,9 +444,10 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             }
             return writer.flush().await;
         };
-        if first.len() >= DIRECT_WRITE {
-            // A large frame (a page of a listing, a big result) goes out from its own
-            // buffer, not copied into the batch; what is queued behind it goes next.
+        if first.len() >= DIRECT_WRITE || rx.is_empty() {
+            // A large frame (a page of a listing, a big result), or the only one queued
+            // (most often a read's batch of replies), goes out from its own buffer, not
+            // copied into the batch; what is queued behind it goes next.
             let mut frame = first;
             frame.push('\n');
             writer.write_all(frame.as_bytes()).await?;
