@@ -17,7 +17,7 @@ mod tool;
 mod tool_set;
 mod unknown;
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;

@@ -486,7 +486,7 @@ pub(crate) struct SessionTable {
     /// Receives the other replicas' messages about sessions: held here, because the
     /// cluster holds it weakly.
     _bus_handler: Option<crate::cluster::BusHandler>,
-    map: RwLock<HashMap<Arc<str>, Arc<Session>>>,
+    map: RwLock<foldhash::HashMap<Arc<str>, Arc<Session>>>,
     max: usize,
     idle: Duration,
     store_events: usize,
@@ -501,7 +501,7 @@ impl SessionTable {
         Arc::new_cyclic(|weak: &Weak<SessionTable>| SessionTable {
             _bus_handler: backend.attach(weak.clone()),
             backend,
-            map: RwLock::new(HashMap::new()),
+            map: RwLock::new(foldhash::HashMap::default()),
             max: config.max_sessions,
             idle: config.session_idle_timeout,
             store_events: config.event_store_events,
