@@ -86,6 +86,47 @@ async fn without_anything_before_the_response_the_answer_is_plain_json() {
     assert_eq!(ex.response["result"]["content"][0]["text"], "done");
 }
 
+/// A request's handler can keep its `Ctx` past its response (a task it spawned): what it
+/// sends then must not reach the client as part of a later request's answer, even though
+/// each worker thread keeps a finished exchange's channel for its next one.
+#[tokio::test]
+async fn a_message_sent_after_its_response_does_not_reach_a_later_exchange() {
+    let server = mcp::Server::builder("lingering", "1.0.0")
+        .tool(ToolDef::from_fn(
+            "linger",
+            "Answers at once; logs 100 ms later from a task it spawned.",
+            |ctx: mcp::Ctx, _: NoArgs| async move {
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    ctx.info("late");
+                });
+                "answered"
+            },
+        ))
+        .tool(ToolDef::from_fn(
+            "plain",
+            "Answers at once.",
+            |_ctx, _: NoArgs| async move { "plain" },
+        ))
+        .build()
+        .expect("server");
+    let srv = HttpTestServer::start(server, test_config()).await;
+    let mut c = srv.client();
+    c.initialize("2025-11-25", json!({})).await;
+    let call = |name: &str| json!({"name": name, "arguments": {}});
+    let ex = c.exchange(json!(1), "tools/call", call("linger")).await;
+    assert!(ex.content_type.starts_with("application/json"), "{ex:?}");
+    // One exchange while the task still holds the first request's context, one after it
+    // has logged: both are plain answers, with nothing of the first request's in them.
+    for (id, pause) in [(2, 0), (3, 250)] {
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+        let ex = c.exchange(json!(id), "tools/call", call("plain")).await;
+        assert!(ex.content_type.starts_with("application/json"), "{ex:?}");
+        assert!(ex.before.is_empty(), "{:?}", ex.before);
+        assert_eq!(ex.response["result"]["content"][0]["text"], "plain");
+    }
+}
+
 #[tokio::test]
 async fn logs_go_on_the_request_stream_and_older_revisions_get_no_priming_event() {
     let srv = HttpTestServer::start(fixture().server, test_config()).await;

@@ -45,4 +45,11 @@ impl Outbound {
     pub(crate) fn same_channel(&self, other: &Outbound) -> bool {
         self.tx.same_channel(&other.tx)
     }
+
+    /// Whether this is the only way left to send on the channel (no other clone, no weak
+    /// handle): then nothing can be queued on it behind this handle's back.
+    #[cfg(feature = "http")]
+    pub(crate) fn is_sole_sender(&self) -> bool {
+        self.tx.strong_count() == 1 && self.tx.weak_count() == 0
+    }
 }

@@ -346,20 +346,20 @@ async fn answer_post(
     let running = Arc::clone(session);
     super::exchange::start(async move {
         let _busy = running.busy();
-        let (sink, rx) = Outbound::channel(capacity);
+        let (sink, mut rx) = super::exchange::channel(capacity);
         let stop = Some(running.closed.clone());
         match work {
             // One request needs neither `join_all`'s array of futures nor a list of
-            // replies: this is every POST of a client that does not batch. It holds the
-            // only sender (moved, as are the extras): the receiver closes when it is done.
+            // replies: this is every POST of a client that does not batch. The sink and
+            // the extras are moved into it.
             Work::One(message) => {
                 let extras = RequestExtras {
-                    sink: Some(sink),
+                    sink: Some(sink.clone()),
                     ..extras
                 };
                 let work =
                     std::pin::pin!(async { [running.conn.handle_with(message, extras).await] });
-                drive(work, rx, Vec::new(), false, stop, &mut *log, answer_tx).await;
+                drive(work, &mut rx, Vec::new(), false, stop, &mut *log, answer_tx).await;
             }
             Work::Batch(requests, premade) => {
                 let with_sink = |sink: &Outbound| RequestExtras {
@@ -371,10 +371,10 @@ async fn answer_post(
                         .into_iter()
                         .map(|m| running.conn.handle_with(m, with_sink(&sink))),
                 ));
-                drop(sink);
-                drive(work, rx, premade, true, stop, &mut *log, answer_tx).await;
+                drive(work, &mut rx, premade, true, stop, &mut *log, answer_tx).await;
             }
         }
+        super::exchange::give_back(sink, rx, capacity);
     });
     match answer_rx.await {
         Ok(Answer::Json(reply)) => json_response(StatusCode::OK, reply.into_frame()),
