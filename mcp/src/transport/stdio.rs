@@ -444,10 +444,12 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             }
             return writer.flush().await;
         };
-        if first.len() >= DIRECT_WRITE || rx.is_empty() {
+        if first.len() >= DIRECT_WRITE || (rx.is_empty() && first.capacity() > first.len()) {
             // A large frame (a page of a listing, a big result), or the only one queued
-            // (most often a read's batch of replies), goes out from its own buffer, not
-            // copied into the batch; what is queued behind it goes next.
+            // when it has room for its newline (a read's batch of replies has), goes out
+            // from its own buffer, not copied into the batch; what is queued behind it goes
+            // next. A frame of exactly its own size would be reallocated for the newline:
+            // copying it into the batch costs less.
             let mut frame = first;
             frame.push('\n');
             writer.write_all(frame.as_bytes()).await?;
