@@ -177,13 +177,12 @@ impl serde::Serialize for Canonical<'_> {
 pub(crate) fn hex(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     // Bytes first, one check at the end: pushing each digit as a `char` cost about twelve
-    // instructions a digit, a fifth of an audit event's digest besides the hash. Not
-    // `vec![0; n]`: a zeroed allocation is glibc's `calloc`, which skips the per-thread
-    // cache and takes the arena's lock, contended by the other workers (3% of a guarded
-    // HTTP server's futex calls at 16 clients).
-    // (Nor zeroing a new vector: the compiler turns that back into a zeroed allocation.)
-    // Each 32 bytes (a SHA-256 digest) are written into a buffer on the stack, then
-    // appended at once.
+    // instructions a digit, a fifth of an audit event's digest besides the hash. Each 32
+    // bytes (a SHA-256 digest) are written on the stack and appended at once: a zeroed
+    // vector (`vec![0; n]`, or a new one zeroed, which the compiler folds into the same)
+    // is glibc's `calloc`, which skips the per-thread cache and takes the arena's lock,
+    // contended by the other workers (3% of a guarded HTTP server's futex calls at 16
+    // clients).
     let mut digits = Vec::with_capacity(bytes.len() * 2);
     for chunk in bytes.chunks(32) {
         let mut block = [0u8; 64];

@@ -72,8 +72,11 @@ impl Future for Done {
     }
 }
 
-/// An exchange's outbound channel kept for the next exchange on the same worker thread.
-struct SpareChannel {
+/// The outbound channel of one exchange: what its requests send before their replies
+/// arrives on it. Taken from this worker thread's spare when there is one
+/// ([`Channel::take`]) and given back when the exchange is done ([`Channel::give_back`]).
+pub(super) struct Channel {
+    /// Kept by the exchange itself, so that the channel outlives its requests' copies.
     sink: Outbound,
     rx: OutboundReceiver,
     capacity: usize,
@@ -83,25 +86,39 @@ thread_local! {
     /// Making a channel per exchange was ~1,150 instructions of an HTTP request's ~46,000
     /// (callgrind), and its shared part is a cache-line-aligned allocation: glibc serves
     /// those under its arena lock, which the other worker contends for.
-    static SPARE_CHANNEL: std::cell::Cell<Option<SpareChannel>> = const { std::cell::Cell::new(None) };
+    static SPARE_CHANNEL: std::cell::Cell<Option<Channel>> = const { std::cell::Cell::new(None) };
 }
 
-/// The outbound channel for one exchange's requests (what they send before their
-/// replies): this thread's spare when it has one of `capacity`, a new one otherwise. The
-/// caller keeps a clone of the sink and hands both back to [`give_back`] when done.
-pub(super) fn channel(capacity: usize) -> (Outbound, OutboundReceiver) {
-    match SPARE_CHANNEL.take() {
-        Some(spare) if spare.capacity == capacity => (spare.sink, spare.rx),
-        _ => Outbound::channel(capacity),
+impl Channel {
+    /// A channel holding `capacity` frames: this thread's spare when it has one of that
+    /// capacity, a new one otherwise.
+    pub(super) fn take(capacity: usize) -> Channel {
+        match SPARE_CHANNEL.take() {
+            Some(spare) if spare.capacity == capacity => spare,
+            _ => {
+                let (sink, rx) = Outbound::channel(capacity);
+                Channel { sink, rx, capacity }
+            }
+        }
     }
-}
 
-/// Keeps an exchange's channel as this thread's spare, when it is as good as new: `sink`
-/// is the only sender left (every request's copy is gone, so nothing can reach a later
-/// exchange's client) and nothing is queued.
-pub(super) fn give_back(sink: Outbound, rx: OutboundReceiver, capacity: usize) {
-    if sink.is_sole_sender() && rx.is_empty() {
-        SPARE_CHANNEL.set(Some(SpareChannel { sink, rx, capacity }));
+    /// A sender for one of the exchange's requests.
+    pub(super) fn sink(&self) -> Outbound {
+        self.sink.clone()
+    }
+
+    /// Where the requests' frames arrive, for [`drive`].
+    pub(super) fn receiver(&mut self) -> &mut OutboundReceiver {
+        &mut self.rx
+    }
+
+    /// Keeps the channel as this thread's spare when it is as good as new: the exchange's
+    /// own sender is the only one left (every request's copy is gone, so nothing can
+    /// reach a later exchange's client) and nothing is queued.
+    pub(super) fn give_back(self) {
+        if self.sink.is_sole_sender() && self.rx.is_empty() {
+            SPARE_CHANNEL.set(Some(self));
+        }
     }
 }
 
@@ -228,39 +245,38 @@ mod tests {
     fn a_channel_is_kept_only_when_nothing_else_can_send_on_it() {
         // Another sender alive (a request's copy kept by a task it spawned): not kept, so
         // what that task sends later cannot reach the next exchange's client.
-        let (sink, rx) = channel(8);
-        let elsewhere = sink.clone();
-        give_back(sink, rx, 8);
+        let channel = Channel::take(8);
+        let elsewhere = channel.sink();
+        channel.give_back();
         assert_eq!(spare_capacity(), None);
         drop(elsewhere);
 
         // A frame still queued: not kept.
-        let (sink, rx) = channel(8);
-        assert!(sink.try_send("late".into()));
-        give_back(sink, rx, 8);
+        let channel = Channel::take(8);
+        assert!(channel.sink().try_send("late".into()));
+        channel.give_back();
         assert_eq!(spare_capacity(), None);
 
         // The only sender, nothing queued: kept, and the next exchange of that capacity
         // takes it (the one after that makes its own).
-        let (sink, rx) = channel(8);
-        give_back(sink, rx, 8);
+        Channel::take(8).give_back();
         assert_eq!(spare_capacity(), Some(8));
-        let (sink, mut rx) = channel(8);
+        let mut channel = Channel::take(8);
         assert_eq!(spare_capacity(), None);
-        assert!(sink.try_send("frame".into()));
-        assert_eq!(rx.try_recv().ok().as_deref(), Some("frame"));
+        assert!(channel.sink().try_send("frame".into()));
+        assert_eq!(channel.receiver().try_recv().ok().as_deref(), Some("frame"));
     }
 
     #[test]
     fn a_spare_of_another_capacity_is_not_used() {
-        let (sink, rx) = channel(8);
-        give_back(sink, rx, 8);
-        let (sink, mut rx) = channel(2);
+        Channel::take(8).give_back();
+        let mut channel = Channel::take(2);
         assert_eq!(spare_capacity(), None);
         // The new channel has the capacity asked for: a third frame does not fit.
+        let sink = channel.sink();
         assert!(sink.try_send("1".into()));
         assert!(sink.try_send("2".into()));
         assert!(!sink.try_send("3".into()));
-        assert_eq!(rx.try_recv().ok().as_deref(), Some("1"));
+        assert_eq!(channel.receiver().try_recv().ok().as_deref(), Some("1"));
     }
 }

@@ -346,22 +346,23 @@ async fn answer_post(
     let running = Arc::clone(session);
     super::exchange::start(async move {
         let _busy = running.busy();
-        let (sink, mut rx) = super::exchange::channel(capacity);
+        let mut channel = super::exchange::Channel::take(capacity);
         let stop = Some(running.closed.clone());
         match work {
             // One request needs neither `join_all`'s array of futures nor a list of
-            // replies: this is every POST of a client that does not batch. The sink and
-            // the extras are moved into it.
+            // replies: this is every POST of a client that does not batch.
             Work::One(message) => {
                 let extras = RequestExtras {
-                    sink: Some(sink.clone()),
+                    sink: Some(channel.sink()),
                     ..extras
                 };
                 let work =
                     std::pin::pin!(async { [running.conn.handle_with(message, extras).await] });
-                drive(work, &mut rx, Vec::new(), false, stop, &mut *log, answer_tx).await;
+                let rx = channel.receiver();
+                drive(work, rx, Vec::new(), false, stop, &mut *log, answer_tx).await;
             }
             Work::Batch(requests, premade) => {
+                let sink = channel.sink();
                 let with_sink = |sink: &Outbound| RequestExtras {
                     sink: Some(sink.clone()),
                     ..extras.clone()
@@ -371,10 +372,12 @@ async fn answer_post(
                         .into_iter()
                         .map(|m| running.conn.handle_with(m, with_sink(&sink))),
                 ));
-                drive(work, &mut rx, premade, true, stop, &mut *log, answer_tx).await;
+                drop(sink);
+                let rx = channel.receiver();
+                drive(work, rx, premade, true, stop, &mut *log, answer_tx).await;
             }
         }
-        super::exchange::give_back(sink, rx, capacity);
+        channel.give_back();
     });
     match answer_rx.await {
         Ok(Answer::Json(reply)) => json_response(StatusCode::OK, reply.into_frame()),
