@@ -7,17 +7,18 @@
 //! request (in the transport's `RequestExtras`); nothing below re-detects the era or
 //! re-parses `_meta`.
 
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
+use serde_json::json;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 
 use super::methods::{self, Method};
-use super::stateless::Reserved;
+use super::stateless::{Required, Reserved};
 use super::{
     ClientCapabilities, Era, ErrorObject, Implementation, LoggingLevel, Message, Meta, Params,
-    ProtocolVersion, RequestMeta, codes, meta_keys,
+    ProtocolVersion, codes, meta_keys,
 };
 
 /// The revisions a client may name in a request's `_meta` (the list `server/discover` and
@@ -206,73 +207,162 @@ impl TraceContext {
 /// A 2026-07-28 request's metadata, parsed once at the edge and validated.
 #[derive(Clone, Debug)]
 pub struct StatelessMeta {
-    /// The reserved members: version, client capabilities, client info, log level.
-    pub request: RequestMeta,
-    /// The capabilities, shared with every `Ctx` of the request.
+    /// The protocol version the request speaks.
+    pub protocol_version: String,
+    /// What the client can do for this request, shared with every `Ctx` of the request.
     pub capabilities: Arc<ClientCapabilities>,
+    /// The minimum level of log messages wanted for this request.
+    pub log_level: Option<LoggingLevel>,
     /// The trace context, if the client sent one.
     pub trace: Option<TraceContext>,
-    /// The whole `_meta` object as sent, as text ([`StatelessMeta::meta`] reads it).
-    text: Box<RawValue>,
-    /// `text` as a map, made the first time someone asks for it: most requests never do.
+    /// The request's params, which `_meta` was read from: [`StatelessMeta::meta`] and
+    /// [`StatelessMeta::client_info`] read them again when asked (most requests never
+    /// ask), so nothing of `_meta` is copied or built per request.
+    params: Option<Params>,
+    /// `_meta` as a map, made the first time someone asks for it.
     map: OnceLock<Meta>,
+    /// `_meta`'s client info, read the first time someone asks for it.
+    client_info: OnceLock<Option<Implementation>>,
 }
 
-/// The members of a 2026-07-28 request's params that the edge reads.
+/// The members of a 2026-07-28 request's params that the edge reads, found in one pass
+/// over them: `_meta`'s reserved members among them, so `_meta` is not scanned twice.
 #[derive(Deserialize, Default)]
 pub struct ParamsHead<'a> {
-    /// `_meta`, as its JSON text ([`MetaMembers::read`] reads it).
+    /// `_meta`'s members that the server reads.
     #[serde(rename = "_meta", default, borrow)]
-    pub meta: Option<&'a RawValue>,
-    /// `name` (`tools/call`, `prompts/get`).
-    #[serde(default)]
-    pub name: Option<Value>,
-    /// `uri` (`resources/read`).
-    #[serde(default)]
-    pub uri: Option<Value>,
-    /// `taskId` (`tasks/get`, `tasks/update`, `tasks/cancel`).
-    #[serde(default, rename = "taskId")]
-    pub task_id: Option<Value>,
-    /// `arguments` (`tools/call`).
+    pub meta: Option<MetaMembers<'a>>,
+    /// `name` (`tools/call`, `prompts/get`), as sent ([`ParamsHead::text`] reads it).
+    #[serde(default, borrow)]
+    pub name: Option<&'a RawValue>,
+    /// `uri` (`resources/read`), as sent.
+    #[serde(default, borrow)]
+    pub uri: Option<&'a RawValue>,
+    /// `taskId` (`tasks/get`, `tasks/update`, `tasks/cancel`), as sent.
+    #[serde(default, rename = "taskId", borrow)]
+    pub task_id: Option<&'a RawValue>,
+    /// `arguments` (`tools/call`), as sent.
     #[serde(default, borrow)]
     pub arguments: Option<&'a RawValue>,
 }
 
+/// A member of the params as [`ParamsHead`] found it, by what it holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Member<'a> {
+    /// Not there, or `null`.
+    Absent,
+    /// A string (borrowed from the params unless it had escapes).
+    Text(Cow<'a, str>),
+    /// Any other JSON value.
+    Other,
+}
+
 impl<'a> ParamsHead<'a> {
-    /// Reads the head of `params` (-32602 when they are not an object).
+    /// Reads the head of `params` (-32602 when they are not an object, or `_meta` is not an
+    /// object that names each reserved member at most once).
     pub fn parse(params: Option<&'a str>) -> Result<ParamsHead<'a>, ErrorObject> {
         match params {
-            Some(raw) => serde_json::from_str(raw).map_err(|_| {
-                ErrorObject::invalid_params(
-                    "Invalid params: params must be an object carrying _meta",
-                )
-            }),
+            Some(raw) => serde_json::from_str(raw)
+                .map(|FromObject(head)| head)
+                .map_err(|_| unreadable(raw)),
             None => Ok(ParamsHead::default()),
+        }
+    }
+
+    /// Whether `_meta` names a protocol version.
+    pub fn declares_version(&self) -> bool {
+        self.meta
+            .as_ref()
+            .is_some_and(MetaMembers::declares_version)
+    }
+
+    /// What a member of the head holds (`name`, `uri` or `taskId`).
+    pub fn text(member: Option<&'a RawValue>) -> Member<'a> {
+        let Some(raw) = member else {
+            return Member::Absent;
+        };
+        let raw = raw.get();
+        if !raw.starts_with('"') {
+            return Member::Other;
+        }
+        // A `RawValue` is valid JSON: a string without escapes is what lies between its
+        // quotes; one with escapes is decoded.
+        match raw.get(1..raw.len() - 1) {
+            Some(text) if !text.contains('\\') => Member::Text(Cow::Borrowed(text)),
+            _ => serde_json::from_str::<String>(raw)
+                .map_or(Member::Other, |text| Member::Text(Cow::Owned(text))),
         }
     }
 }
 
-/// A request's `_meta` with the members the server reads found in it.
-#[derive(Debug)]
+/// The error for params [`ParamsHead`] could not read: when they are an object whose only
+/// fault is `_meta`, the error says what `_meta` must be. Only a refused request pays for
+/// the second reading.
+fn unreadable(raw: &str) -> ErrorObject {
+    /// The head with `_meta` left unread.
+    #[derive(Deserialize)]
+    #[allow(dead_code)] // read only to see whether the params are an object
+    struct Shape<'a> {
+        #[serde(rename = "_meta", default, borrow)]
+        meta: Option<&'a RawValue>,
+        #[serde(default, borrow)]
+        name: Option<&'a RawValue>,
+        #[serde(default, borrow)]
+        uri: Option<&'a RawValue>,
+        #[serde(default, rename = "taskId", borrow)]
+        task_id: Option<&'a RawValue>,
+        #[serde(default, borrow)]
+        arguments: Option<&'a RawValue>,
+    }
+    match serde_json::from_str::<FromObject<Shape<'_>>>(raw) {
+        // serde's own message would name an internal type and a position inside `_meta`;
+        // this one says what to send instead.
+        Ok(_) => ErrorObject::invalid_params(
+            "Invalid params: _meta must be a JSON object that names each \
+             io.modelcontextprotocol/ member at most once",
+        ),
+        _ => ErrorObject::invalid_params("Invalid params: params must be an object carrying _meta"),
+    }
+}
+
+/// The members of a request's `_meta` that the server reads, found without building a map
+/// of it (the rest is skipped).
+#[derive(Debug, Default)]
 pub struct MetaMembers<'a> {
-    text: &'a RawValue,
     reserved: Reserved<'a>,
 }
 
-impl<'a> MetaMembers<'a> {
-    /// Reads `_meta`'s text (-32602 when it is not an object, or gives a member twice).
-    pub fn read(text: &'a RawValue) -> Result<MetaMembers<'a>, ErrorObject> {
-        // serde's own message would name an internal type and a position inside `_meta`;
-        // this one says what to send instead.
-        let reserved = serde_json::from_str(text.get()).map_err(|_| {
-            ErrorObject::invalid_params(
-                "Invalid params: _meta must be a JSON object that names each \
-                 io.modelcontextprotocol/ member at most once",
-            )
-        })?;
-        Ok(MetaMembers { text, reserved })
+impl<'de: 'a, 'a> Deserialize<'de> for MetaMembers<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let FromObject(reserved) = FromObject::deserialize(d)?;
+        Ok(MetaMembers { reserved })
     }
+}
 
+/// A struct read only from a JSON object: serde's derived readers also take an array,
+/// member by member in declaration order, and `["2026-07-28", {}]` is no `_meta`.
+struct FromObject<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for FromObject<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Object<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Object<T> {
+            type Value = T;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Object(std::marker::PhantomData))
+            .map(FromObject)
+    }
+}
+
+impl MetaMembers<'_> {
     /// Whether `_meta` names a protocol version.
     pub fn declares_version(&self) -> bool {
         self.reserved.protocol_version.is_some()
@@ -281,13 +371,16 @@ impl<'a> MetaMembers<'a> {
 
 impl StatelessMeta {
     /// Validates the reserved members of a request's `_meta` (-32602 when one is missing
-    /// or malformed). `handshake_hint` ends the advice given when there is no `_meta` at
-    /// all: what a handshake-era client does instead on this transport.
+    /// or malformed), as [`ParamsHead::parse`] read them from `params`, which the metadata
+    /// keeps for [`StatelessMeta::meta`]. `handshake_hint` ends the advice given when
+    /// there is no `_meta` at all: what a handshake-era client does instead on this
+    /// transport.
     pub fn parse(
-        meta: Option<MetaMembers<'_>>,
+        head: &ParamsHead<'_>,
+        params: Option<&Params>,
         handshake_hint: &str,
     ) -> Result<StatelessMeta, ErrorObject> {
-        let Some(meta) = meta else {
+        let Some(meta) = &head.meta else {
             return Err(ErrorObject::invalid_params(format!(
                 "Invalid params: {}; a 2026-07-28 request carries _meta with \
                  io.modelcontextprotocol/protocolVersion and \
@@ -295,24 +388,35 @@ impl StatelessMeta {
                 super::stateless::NO_META
             )));
         };
-        let request = RequestMeta::from_reserved(&meta.reserved).map_err(|e| {
+        let required = Required::from_reserved(&meta.reserved).map_err(|e| {
             let super::MetaError::Invalid(reason) = e;
             ErrorObject::invalid_params(format!("Invalid params: {reason}"))
         })?;
         Ok(StatelessMeta {
-            capabilities: Arc::new(request.capabilities.clone()),
+            protocol_version: required.protocol_version,
+            capabilities: Arc::new(required.capabilities),
+            log_level: required.log_level,
             trace: TraceContext::from_reserved(&meta.reserved),
-            text: meta.text.to_owned(),
+            params: params.cloned(),
             map: OnceLock::new(),
-            request,
+            client_info: OnceLock::new(),
         })
     }
 
     /// The whole `_meta` object as the client sent it.
     pub fn meta(&self) -> &Meta {
         self.map.get_or_init(|| {
-            // The text was read as an object when the request came in.
-            serde_json::from_str(self.text.get()).unwrap_or_default()
+            #[derive(Deserialize)]
+            struct OnlyMeta {
+                #[serde(rename = "_meta", default)]
+                meta: Option<Meta>,
+            }
+            // The params were read as an object with `_meta` one when the request came in.
+            self.params
+                .as_ref()
+                .and_then(|params| serde_json::from_str::<OnlyMeta>(params.get()).ok())
+                .and_then(|read| read.meta)
+                .unwrap_or_default()
         })
     }
 
@@ -321,7 +425,7 @@ impl StatelessMeta {
     pub fn admit(&self, method: &str) -> Result<Method, ErrorObject> {
         let supported = STATELESS_VERSIONS
             .iter()
-            .any(|v| v.as_str() == self.request.protocol_version);
+            .any(|v| v.as_str() == self.protocol_version);
         if !supported {
             return Err(ErrorObject::new(
                 codes::UNSUPPORTED_PROTOCOL_VERSION,
@@ -329,7 +433,7 @@ impl StatelessMeta {
             )
             .with_data(json!({
                 "supported": STATELESS_VERSIONS.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
-                "requested": self.request.protocol_version,
+                "requested": self.protocol_version,
             })));
         }
         match Method::parse(method) {
@@ -345,40 +449,42 @@ impl StatelessMeta {
 
     /// Parses and admits the metadata of a request that reached the server with nothing
     /// read yet (stdio): -32602, then -32022, then -32601.
-    pub fn read(method: &str, params: Option<&str>) -> Result<StatelessMeta, ErrorObject> {
-        #[derive(Deserialize)]
-        struct Envelope<'a> {
-            #[serde(rename = "_meta", default, borrow)]
-            meta: Option<&'a RawValue>,
-        }
-        let envelope: Envelope<'_> = match params {
-            Some(raw) => serde_json::from_str(raw).map_err(|_| {
-                ErrorObject::invalid_params(
-                    "Invalid params: params must be an object with a _meta member",
-                )
-            })?,
-            None => Envelope { meta: None },
-        };
-        let members = envelope.meta.map(MetaMembers::read).transpose()?;
-        let meta = StatelessMeta::parse(members, "sends initialize first")?;
+    pub fn read(method: &str, params: Option<&Params>) -> Result<StatelessMeta, ErrorObject> {
+        let head = ParamsHead::parse(params.map(Params::get))?;
+        let meta = StatelessMeta::parse(&head, params, "sends initialize first")?;
         meta.admit(method)?;
         Ok(meta)
     }
 
-    /// The client's identity, if it said.
+    /// The client's identity, if it said (read from `_meta` the first time it is asked
+    /// for; a `clientInfo` that is not one is no identity).
     pub fn client_info(&self) -> Option<&Implementation> {
-        self.request.client_info.as_ref()
+        self.client_info
+            .get_or_init(|| {
+                let info = self.meta().get(meta_keys::CLIENT_INFO)?;
+                Implementation::deserialize(info).ok()
+            })
+            .as_ref()
     }
 
     /// The minimum log level the request asked for.
     pub fn log_level(&self) -> Option<LoggingLevel> {
-        self.request.log_level
+        self.log_level
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::RequestMeta;
+
+    /// [`StatelessMeta::read`] of params given as text.
+    fn read(method: &str, params: Option<&str>) -> Result<StatelessMeta, ErrorObject> {
+        let params = params.map(|text| {
+            Params::from(serde_json::from_str::<&RawValue>(text).expect("test params are JSON"))
+        });
+        StatelessMeta::read(method, params.as_ref())
+    }
 
     fn signals(init: bool, discover: bool, meta: bool, header: VersionHeader) -> Option<Era> {
         EraSignals {
@@ -486,28 +592,26 @@ mod tests {
     fn metadata_is_checked_in_the_specified_order() {
         let bad_meta = r#"{"_meta":{}}"#;
         assert_eq!(
-            StatelessMeta::read("nope", Some(bad_meta))
-                .unwrap_err()
-                .code,
+            read("nope", Some(bad_meta)).unwrap_err().code,
             codes::INVALID_PARAMS
         );
         let old = r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}"#;
         assert_eq!(
-            StatelessMeta::read("nope", Some(old)).unwrap_err().code,
+            read("nope", Some(old)).unwrap_err().code,
             codes::UNSUPPORTED_PROTOCOL_VERSION
         );
         let good = r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"traceparent":"00-a-b-01"}}"#;
-        let e = StatelessMeta::read("ping", Some(good)).unwrap_err();
+        let e = read("ping", Some(good)).unwrap_err();
         assert!(e.message.contains("not part of protocol 2026-07-28"));
-        let meta = StatelessMeta::read("tools/list", Some(good)).unwrap();
+        let meta = read("tools/list", Some(good)).unwrap();
         assert_eq!(meta.trace.unwrap().traceparent, "00-a-b-01");
     }
 
     #[test]
     fn meta_is_read_in_one_pass_and_kept_whole() {
         let params = r#"{"_meta":{"x-app":{"n":[1,2]},"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/logLevel":"info","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"traceparent":7}}"#;
-        let meta = StatelessMeta::read("tools/list", Some(params)).unwrap();
-        assert_eq!(meta.request.protocol_version, "2026-07-28");
+        let meta = read("tools/list", Some(params)).unwrap();
+        assert_eq!(meta.protocol_version, "2026-07-28");
         assert!(meta.capabilities.elicitation.is_some());
         assert_eq!(meta.log_level(), Some(LoggingLevel::Info));
         assert_eq!(meta.client_info().unwrap().name, "c");
@@ -517,7 +621,7 @@ mod tests {
         assert_eq!(meta.meta()["x-app"], json!({"n": [1, 2]}));
         assert_eq!(meta.meta().len(), 6);
 
-        let invalid = |params: &str| StatelessMeta::read("tools/list", Some(params)).unwrap_err();
+        let invalid = |params: &str| read("tools/list", Some(params)).unwrap_err();
         // Without `_meta` at all, the error says what a 2026-07-28 request carries and what
         // a handshake-era client does instead.
         let none = invalid(r#"{"name":"x"}"#);
@@ -557,5 +661,88 @@ mod tests {
         let mut no_capabilities = map;
         no_capabilities.remove("io.modelcontextprotocol/clientCapabilities");
         assert!(RequestMeta::from_meta(Some(&no_capabilities)).is_err());
+    }
+
+    /// What the head finds in one pass: `_meta`'s reserved members and the members the
+    /// headers mirror, each as it was sent.
+    #[test]
+    fn the_head_reads_meta_and_the_mirrored_members_in_one_pass() {
+        let v = meta_keys::PROTOCOL_VERSION;
+        let params = format!(
+            r#"{{"name":"a\u0062c","uri":"file:///x","taskId":7,"arguments":{{"k":[1]}},"_meta":{{"{v}":"2026-07-28","other":{{"{v}":1}}}}}}"#
+        );
+        let head = ParamsHead::parse(Some(&params)).unwrap();
+        assert!(head.declares_version());
+        assert_eq!(ParamsHead::text(head.name), Member::Text("abc".into()));
+        assert!(matches!(
+            ParamsHead::text(head.uri),
+            Member::Text(Cow::Borrowed("file:///x"))
+        ));
+        assert_eq!(ParamsHead::text(head.task_id), Member::Other);
+        assert_eq!(head.arguments.map(RawValue::get), Some(r#"{"k":[1]}"#));
+        let bare = ParamsHead::parse(Some(r#"{"name":null,"_meta":null}"#)).unwrap();
+        assert_eq!(ParamsHead::text(bare.name), Member::Absent);
+        assert!(bare.meta.is_none() && !bare.declares_version());
+        assert!(!ParamsHead::parse(None).unwrap().declares_version());
+    }
+
+    /// A refused head says which part is wrong: the params, or only their `_meta`.
+    #[test]
+    fn an_unreadable_head_names_its_fault() {
+        let v = meta_keys::PROTOCOL_VERSION;
+        for (params, fault) in [
+            ("[1]".to_string(), "params must be an object"),
+            (
+                r#"{"name":1,"name":2}"#.to_string(),
+                "params must be an object",
+            ),
+            ("[{}]".to_string(), "params must be an object"),
+            (r#"{"_meta":[]}"#.to_string(), "_meta must be a JSON object"),
+            (
+                r#"{"_meta":["2026-07-28",{}]}"#.to_string(),
+                "_meta must be a JSON object",
+            ),
+            (
+                format!(r#"{{"name":"x","_meta":{{"{v}":"a","{v}":"b"}}}}"#),
+                "_meta must be a JSON object",
+            ),
+        ] {
+            let Err(e) = ParamsHead::parse(Some(&params)) else {
+                panic!("{params} was read");
+            };
+            assert_eq!(e.code, codes::INVALID_PARAMS, "{params}");
+            assert!(e.message.contains(fault), "{params}: {}", e.message);
+        }
+    }
+
+    /// The client's info is read when asked for, from `_meta` as sent; info that is not
+    /// an `Implementation` is none, and does not make the request invalid.
+    #[test]
+    fn client_info_is_read_when_asked_for() {
+        let m = |info: &str| {
+            format!(
+                r#"{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}{info}}}}}"#
+            )
+        };
+        let named = read(
+            "tools/list",
+            Some(&m(
+                r#","io.modelcontextprotocol/clientInfo":{"name":"n","version":"2"}"#,
+            )),
+        )
+        .unwrap();
+        assert_eq!(named.client_info().map(|i| i.version.as_str()), Some("2"));
+        let junk = read(
+            "tools/list",
+            Some(&m(r#","io.modelcontextprotocol/clientInfo":5"#)),
+        )
+        .unwrap();
+        assert!(junk.client_info().is_none());
+        assert!(
+            read("tools/list", Some(&m("")))
+                .unwrap()
+                .client_info()
+                .is_none()
+        );
     }
 }

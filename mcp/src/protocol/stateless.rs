@@ -56,11 +56,32 @@ impl RequestMeta {
         let text = serde_json::to_string(meta).expect("a JSON map serializes");
         let reserved: Reserved<'_> = serde_json::from_str(&text)
             .map_err(|e| MetaError::Invalid(format!("_meta is malformed: {e}")))?;
-        RequestMeta::from_reserved(&reserved)
+        let required = Required::from_reserved(&reserved)?;
+        Ok(RequestMeta {
+            protocol_version: required.protocol_version,
+            capabilities: required.capabilities,
+            client_info: reserved
+                .client_info
+                .and_then(|v| serde_json::from_str::<Implementation>(v.get()).ok()),
+            log_level: required.log_level,
+        })
     }
+}
 
+/// The reserved members a 2026-07-28 request's `_meta` must carry valid (the client's
+/// info, informational only, is not among them: it is read when someone asks).
+pub(crate) struct Required {
+    /// The protocol version the request speaks.
+    pub(crate) protocol_version: String,
+    /// What the client can do for this request.
+    pub(crate) capabilities: ClientCapabilities,
+    /// The minimum level of log messages wanted for this request.
+    pub(crate) log_level: Option<LoggingLevel>,
+}
+
+impl Required {
     /// Validates the reserved members read from a `_meta` object.
-    pub(crate) fn from_reserved(meta: &Reserved<'_>) -> Result<RequestMeta, MetaError> {
+    pub(crate) fn from_reserved(meta: &Reserved<'_>) -> Result<Required, MetaError> {
         let missing =
             |key: &str| MetaError::Invalid(format!("_meta is missing the required \"{key}\""));
         let protocol_version = match meta.protocol_version {
@@ -82,9 +103,6 @@ impl RequestMeta {
             }
             None => return Err(missing(meta_keys::CLIENT_CAPABILITIES)),
         };
-        let client_info = meta
-            .client_info
-            .and_then(|v| serde_json::from_str::<Implementation>(v.get()).ok());
         let log_level = match meta.log_level {
             None => None,
             Some(v) => Some(
@@ -93,10 +111,9 @@ impl RequestMeta {
                     .map_err(MetaError::Invalid)?,
             ),
         };
-        Ok(RequestMeta {
+        Ok(Required {
             protocol_version,
             capabilities,
-            client_info,
             log_level,
         })
     }

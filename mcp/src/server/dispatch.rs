@@ -154,7 +154,7 @@ impl Server {
             Some(meta) => Some(meta),
             None => match conn.era_of(&method, raw(params), extras.era) {
                 Era::Handshake => None,
-                Era::Stateless => match StatelessMeta::read(&method, raw(params)) {
+                Era::Stateless => match StatelessMeta::read(&method, params) {
                     Ok(meta) => Some(Arc::new(meta)),
                     Err(e) => return Some(Reply::error(Some(&id), &e)),
                 },

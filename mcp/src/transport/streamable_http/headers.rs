@@ -17,6 +17,7 @@ use axum::http::{HeaderMap, HeaderName};
 use base64::Engine as _;
 use serde_json::Value;
 
+use crate::protocol::inbound::Member;
 use crate::protocol::methods::{self, Method, Mirrored as MirroredMember};
 use crate::registry::Registry;
 
@@ -46,11 +47,11 @@ pub(crate) struct Mirrored<'a> {
     /// `_meta["io.modelcontextprotocol/protocolVersion"]`.
     pub(crate) protocol_version: &'a str,
     /// `params.name`.
-    pub(crate) name: Option<&'a Value>,
+    pub(crate) name: Member<'a>,
     /// `params.uri`.
-    pub(crate) uri: Option<&'a Value>,
+    pub(crate) uri: Member<'a>,
     /// `params.taskId`.
-    pub(crate) task_id: Option<&'a Value>,
+    pub(crate) task_id: Member<'a>,
     /// `params.arguments`, unparsed.
     pub(crate) arguments: Option<&'a serde_json::value::RawValue>,
 }
@@ -81,28 +82,28 @@ pub(crate) fn check(
     // Which member `Mcp-Name` mirrors is the method table's to say.
     let mirrored = Method::parse(body.method).and_then(|m| m.spec().mirrored);
     let (source, field) = match mirrored {
-        Some(MirroredMember::Name) => (body.name, "params.name"),
-        Some(MirroredMember::Uri) => (body.uri, "params.uri"),
-        Some(MirroredMember::TaskId) => (body.task_id, "params.taskId"),
+        Some(MirroredMember::Name) => (&body.name, "params.name"),
+        Some(MirroredMember::Uri) => (&body.uri, "params.uri"),
+        Some(MirroredMember::TaskId) => (&body.task_id, "params.taskId"),
         None => return Ok(()),
     };
     let header = single(headers, &NAME_HEADER)?;
     match (source, header) {
-        (Some(Value::String(expected)), Some(raw)) => {
+        (Member::Text(expected), Some(raw)) => {
             let got = decode(raw, "Mcp-Name")?;
-            if got != expected.as_str() {
+            if got != expected.as_ref() {
                 return Err(mismatch(format!(
                     "Mcp-Name header value {got:?} does not match body value {expected:?}"
                 )));
             }
         }
-        (Some(Value::String(_)), None) => {
+        (Member::Text(_), None) => {
             return Err(mismatch(format!(
                 "the Mcp-Name header is required for {} (it mirrors {field})",
                 body.method
             )));
         }
-        (None | Some(Value::Null), Some(_)) => {
+        (Member::Absent, Some(_)) => {
             return Err(mismatch(format!(
                 "an Mcp-Name header was sent but the body has no {field}"
             )));
@@ -111,7 +112,7 @@ pub(crate) fn check(
         _ => {}
     }
     if body.method == methods::TOOLS_CALL
-        && let Some(Value::String(tool)) = body.name
+        && let Member::Text(tool) = &body.name
     {
         check_params(headers, registry, tool, body.arguments)?;
     }
@@ -312,13 +313,12 @@ mod tests {
     #[test]
     fn the_standard_headers_must_match_the_body() {
         let registry = Registry::new();
-        let name = json!("add");
         let body = Mirrored {
             method: "tools/call",
             protocol_version: "2026-07-28",
-            name: Some(&name),
-            uri: None,
-            task_id: None,
+            name: Member::Text("add".into()),
+            uri: Member::Absent,
+            task_id: Member::Absent,
             arguments: None,
         };
         let good = [

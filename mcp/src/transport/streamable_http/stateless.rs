@@ -48,7 +48,7 @@ use super::request::{VERSION_HEADER, step_up};
 use crate::auth::Principal;
 use crate::conn::HttpHeaders;
 use crate::layers::BoxFuture;
-use crate::protocol::inbound::{MetaMembers, ParamsHead, StatelessMeta};
+use crate::protocol::inbound::{ParamsHead, StatelessMeta};
 use crate::protocol::jsonrpc::Incoming;
 use crate::protocol::{Era, ErrorObject, Message, Params, Request, RequestId, codes};
 use crate::server::{ConnId, Reply, RequestExtras, Transport};
@@ -104,23 +104,26 @@ fn validate(
     request: &Request,
 ) -> Result<Arc<StatelessMeta>, Refusal> {
     let bad = |e| Refusal(StatusCode::BAD_REQUEST, e);
-    let head = ParamsHead::parse(request.params.as_ref().map(Params::get)).map_err(bad)?;
-    let members = head.meta.map(MetaMembers::read).transpose().map_err(bad)?;
-    let declared = members.as_ref().is_some_and(MetaMembers::declares_version);
-    if declared && !headers.contains_key(VERSION_HEADER) {
+    let params = request.params.as_ref();
+    let head = ParamsHead::parse(params.map(Params::get)).map_err(bad)?;
+    if head.declares_version() && !headers.contains_key(VERSION_HEADER) {
         return Err(bad(ErrorObject::new(
             codes::HEADER_MISMATCH,
             "Header mismatch: the MCP-Protocol-Version header is required and must equal _meta[\"io.modelcontextprotocol/protocolVersion\"]",
         )));
     }
-    let meta = StatelessMeta::parse(members, "sends initialize first and then Mcp-Session-Id")
-        .map_err(bad)?;
+    let meta = StatelessMeta::parse(
+        &head,
+        params,
+        "sends initialize first and then Mcp-Session-Id",
+    )
+    .map_err(bad)?;
     let mirrored = Mirrored {
         method: &request.method,
-        protocol_version: &meta.request.protocol_version,
-        name: head.name.as_ref(),
-        uri: head.uri.as_ref(),
-        task_id: head.task_id.as_ref(),
+        protocol_version: &meta.protocol_version,
+        name: ParamsHead::text(head.name),
+        uri: ParamsHead::text(head.uri),
+        task_id: ParamsHead::text(head.task_id),
         arguments: head.arguments,
     };
     headers::check(headers, &mirrored, app.server.registry())
