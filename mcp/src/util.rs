@@ -2,6 +2,7 @@
 
 mod flagged;
 mod outlined;
+pub(crate) mod spare_box;
 
 pub(crate) use flagged::Flagged;
 pub(crate) use outlined::Outlined;

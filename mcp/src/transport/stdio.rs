@@ -16,7 +16,6 @@
 //! until one is answered.
 
 use std::io;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
@@ -32,6 +31,7 @@ use tokio_util::task::TaskTracker;
 use crate::protocol::jsonrpc::{Incoming, decode, is_json_whitespace};
 use crate::protocol::{ErrorObject, Message, methods};
 use crate::server::{ConnId, Connection, Outbound, OutboundReceiver, Reply, Server, Transport};
+use crate::util::spare_box;
 
 /// How long running requests may finish after stdin closes.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
@@ -178,7 +178,6 @@ async fn read_loop<R: AsyncRead + Unpin>(
 ) -> io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut batch = String::new();
-    let mut spare = Spare(None);
     let mut discarding = false;
     loop {
         if buf.capacity() - buf.len() < READ_CHUNK / 4 {
@@ -192,7 +191,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
         if n == 0 {
             if !discarding && !buf.is_empty() {
                 let line = std::mem::take(&mut buf);
-                handle_line(lines, &line, max, &mut batch, &mut spare, request).await;
+                handle_line(lines, &line, max, &mut batch).await;
                 flush_batch(lines.out, &mut batch).await;
             }
             return Ok(());
@@ -203,15 +202,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
             if discarding {
                 discarding = false;
             } else {
-                handle_line(
-                    lines,
-                    &buf[start..end],
-                    max,
-                    &mut batch,
-                    &mut spare,
-                    request,
-                )
-                .await;
+                handle_line(lines, &buf[start..end], max, &mut batch).await;
                 if batch.len() >= WRITE_BATCH {
                     flush_batch(lines.out, &mut batch).await;
                 }
@@ -237,39 +228,9 @@ async fn request(conn: Arc<Connection>, message: Message) -> Option<Reply> {
     conn.handle(message).await
 }
 
-/// The box of the last request that finished on its first poll, kept for the next one. A
-/// request's future is a few KiB (the dispatcher's deepest path is inlined into it): an
-/// allocation that size misses malloc's per-thread cache and consolidates its free lists
-/// every time; reused, the box costs nothing (2–4% of a call's CPU in `driver stdio`).
-struct Spare<F>(Option<Pin<Box<F>>>);
-
-impl<F: Future> Spare<F> {
-    /// `future` in a box: the spare one if there is one, a new one otherwise.
-    fn boxed(&mut self, future: F) -> Pin<Box<F>> {
-        match self.0.take() {
-            Some(mut spare) => {
-                spare.set(future);
-                spare
-            }
-            None => Box::pin(future),
-        }
-    }
-}
-
 /// Handles one line. Replies that are ready at once go to `batch`, which the caller writes
-/// once per read; replies of requests that have to wait are sent by their own task. `make`
-/// is always [`request`]: passed in so that `F` names its future's type (an `async fn`'s
-/// future has no name to write), which the spare box must hold.
-async fn handle_line<F>(
-    lines: &Lines<'_>,
-    line: &[u8],
-    max: usize,
-    batch: &mut String,
-    spare: &mut Spare<F>,
-    make: fn(Arc<Connection>, Message) -> F,
-) where
-    F: Future<Output = Option<Reply>> + Send + 'static,
-{
+/// once per read; replies of requests that have to wait are sent by their own task.
+async fn handle_line(lines: &Lines<'_>, line: &[u8], max: usize, batch: &mut String) {
     let Lines {
         conn,
         out,
@@ -322,12 +283,13 @@ async fn handle_line<F>(
                 // holds a slot). Only a request that has to wait gets a task of its own (and
                 // is polled again there, with a real waker), and keeps a slot until it is
                 // answered.
-                let mut request = spare.boxed(make(Arc::clone(conn), message));
+                // The box is this thread's spare, and goes back to it (see `spare_box`).
+                let mut request = spare_box::boxed(request(Arc::clone(conn), message));
                 let first = crate::util::poll_now(request.as_mut());
                 match first {
                     Poll::Ready(reply) => {
                         push_reply(batch, reply);
-                        spare.0 = Some(request);
+                        spare_box::recycle(request);
                     }
                     Poll::Pending => {
                         let Some(slot) = take_slot(slots, out, batch).await else {

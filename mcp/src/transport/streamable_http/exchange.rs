@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::layers::BoxFuture;
 use crate::server::{Outbound, OutboundReceiver, Reply};
+use crate::util::spare_box;
 
 use super::session::LIVE_CAPACITY;
 
@@ -131,9 +132,12 @@ pub(super) fn start<F>(exchange: F) -> Option<JoinHandle<()>>
 where
     F: Future<Output = ()> + Send + 'static,
 {
-    let mut exchange = Box::pin(exchange);
+    let mut exchange = spare_box::boxed(exchange);
     match crate::util::poll_now(exchange.as_mut()) {
-        Poll::Ready(()) => None,
+        Poll::Ready(()) => {
+            spare_box::recycle(exchange);
+            None
+        }
         Poll::Pending => Some(crate::util::spawn(exchange)),
     }
 }
