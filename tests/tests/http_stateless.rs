@@ -380,6 +380,8 @@ async fn missing_meta_fields_are_400_32602_with_the_id() {
                 "io.modelcontextprotocol/clientCapabilities": {},
                 "io.modelcontextprotocol/logLevel": "chatty"}}),
         ),
+        // The reserved members in order, but in an array: no `_meta` at all.
+        (107, json!({"_meta": [MODERN, {}]})),
     ];
     for (id, params) in cases {
         let ex = raw(
