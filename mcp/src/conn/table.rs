@@ -181,7 +181,7 @@ impl ConnTable {
                 fresh
             }
         };
-        *state.subscriber.write() = Some(Subscriber { token, out });
+        state.subscriber.set(Some(Subscriber { token, out }));
         (state, token)
     }
 

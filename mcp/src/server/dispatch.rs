@@ -90,22 +90,24 @@ struct Served {
 }
 
 /// One request counted against its connection's `max_requests_per_connection`, released
-/// however the request ends (answered, cancelled, or its future dropped).
-struct Running(Arc<ConnState>);
+/// however the request ends (answered, cancelled, or its future dropped). It borrows the
+/// connection the request's future holds (a clone of the `Arc` was two atomic operations
+/// per request).
+struct Running<'a>(&'a ConnState);
 
-impl Running {
-    fn enter(conn: &Arc<ConnState>, max: usize) -> Option<Running> {
+impl<'a> Running<'a> {
+    fn enter(conn: &'a ConnState, max: usize) -> Option<Running<'a>> {
         use std::sync::atomic::Ordering;
         conn.running
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < max).then_some(n + 1)
             })
             .ok()
-            .map(|_| Running(Arc::clone(conn)))
+            .map(|_| Running(conn))
     }
 }
 
-impl Drop for Running {
+impl Drop for Running<'_> {
     fn drop(&mut self) {
         self.0
             .running
