@@ -295,32 +295,28 @@ impl<'a> ParamsHead<'a> {
     }
 }
 
-/// The error for params [`ParamsHead`] could not read: when they are an object whose only
-/// fault is `_meta`, the error says what `_meta` must be. Only a refused request pays for
-/// the second reading.
+/// The error for params [`ParamsHead`] could not read: when `_meta` is what is wrong with
+/// them, the error says what `_meta` must be. Only a refused request pays for reading them
+/// again.
 fn unreadable(raw: &str) -> ErrorObject {
-    /// The head with `_meta` left unread.
+    /// Only `_meta`, as sent.
     #[derive(Deserialize)]
-    #[allow(dead_code)] // read only to see whether the params are an object
-    struct Shape<'a> {
+    struct OnlyMeta<'a> {
         #[serde(rename = "_meta", default, borrow)]
         meta: Option<&'a RawValue>,
-        #[serde(default, borrow)]
-        name: Option<&'a RawValue>,
-        #[serde(default, borrow)]
-        uri: Option<&'a RawValue>,
-        #[serde(default, rename = "taskId", borrow)]
-        task_id: Option<&'a RawValue>,
-        #[serde(default, borrow)]
-        arguments: Option<&'a RawValue>,
     }
-    match serde_json::from_str::<FromObject<Shape<'_>>>(raw) {
+    let meta = serde_json::from_str::<FromObject<OnlyMeta<'_>>>(raw)
+        .ok()
+        .and_then(|FromObject(only)| only.meta);
+    match meta {
         // serde's own message would name an internal type and a position inside `_meta`;
         // this one says what to send instead.
-        Ok(_) => ErrorObject::invalid_params(
-            "Invalid params: _meta must be a JSON object that names each \
-             io.modelcontextprotocol/ member at most once",
-        ),
+        Some(meta) if serde_json::from_str::<MetaMembers<'_>>(meta.get()).is_err() => {
+            ErrorObject::invalid_params(
+                "Invalid params: _meta must be a JSON object that names each \
+                 io.modelcontextprotocol/ member at most once",
+            )
+        }
         _ => ErrorObject::invalid_params("Invalid params: params must be an object carrying _meta"),
     }
 }
