@@ -359,6 +359,46 @@ async fn resource_not_found_is_invalid_params_with_the_uri() {
     );
 }
 
+/// A call's members are handed from the edge to the dispatcher without a second reading;
+/// each that is not what `tools/call` takes still gets the reader's -32602 naming it.
+#[tokio::test]
+async fn a_calls_malformed_members_are_refused_by_name() {
+    let (s, _) = server();
+    let mut c = client(&s, all_caps());
+    for (params, names) in [
+        (json!({"name": 7, "arguments": {}}), "expected a string"),
+        (json!({"arguments": {}}), "missing field `name`"),
+        (
+            json!({"name": "greet", "arguments": {}, "inputResponses": 5}),
+            "invalid type: integer `5`",
+        ),
+        (
+            json!({"name": "greet", "arguments": {}, "inputResponses": {}, "requestState": 5}),
+            "invalid type: integer `5`",
+        ),
+    ] {
+        let r = call(&mut c, "tools/call", params.clone()).await;
+        assert_eq!(r["error"]["code"], -32602, "{params}: {r}");
+        let message = r["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("Invalid params for tools/call"),
+            "{message}"
+        );
+        assert!(message.contains(names), "{params}: {message}");
+    }
+    // A name sent with an escape is the name it spells.
+    let meta = TestClient::stateless_meta(all_caps());
+    c.send_frame(
+        format!(
+            r#"{{"jsonrpc":"2.0","id":"esc","method":"tools/call","params":{{"name":"gr\u0065et","arguments":{{}},"_meta":{meta}}}}}"#
+        )
+        .into_bytes(),
+    );
+    let r = c.next_message().await.unwrap();
+    assert_eq!(r["id"], "esc");
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+}
+
 #[tokio::test]
 async fn an_ask_becomes_an_input_required_result_and_the_retry_completes() {
     let (s, _) = server();

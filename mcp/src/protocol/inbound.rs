@@ -8,6 +8,7 @@
 //! re-parses `_meta`.
 
 use std::borrow::Cow;
+use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
@@ -223,6 +224,63 @@ pub struct StatelessMeta {
     map: OnceLock<Meta>,
     /// `_meta`'s client info, read the first time someone asks for it.
     client_info: OnceLock<Option<Implementation>>,
+    /// Where the head's members lie in the params, so the dispatcher does not read them
+    /// again; `None` when they could not be placed (never for a head read from them).
+    spans: Option<Spans>,
+}
+
+/// Where each member of a [`ParamsHead`] lies in the params' text (`None`: not there).
+#[derive(Clone, Debug, Default)]
+struct Spans {
+    name: Option<Range<usize>>,
+    arguments: Option<Range<usize>>,
+    progress_token: Option<Range<usize>>,
+    input_responses: Option<Range<usize>>,
+    request_state: Option<Range<usize>>,
+}
+
+impl Spans {
+    /// The spans of `head`'s members in `text`, which it was read from (`None` when one
+    /// does not lie in it).
+    fn of(head: &ParamsHead<'_>, text: &str) -> Option<Spans> {
+        let span = |member: Option<&RawValue>| -> Result<Option<Range<usize>>, ()> {
+            let Some(member) = member else {
+                return Ok(None);
+            };
+            let part = member.get();
+            let start = (part.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+            let end = start.checked_add(part.len()).ok_or(())?;
+            // Only a slice of `text` itself is taken: the same bytes at the same address.
+            match text.get(start..end) {
+                Some(found) if std::ptr::eq(found, part) => Ok(Some(start..end)),
+                _ => Err(()),
+            }
+        };
+        let progress_token = head.meta.as_ref().and_then(|m| m.reserved.progress_token);
+        Some(Spans {
+            name: span(head.name).ok()?,
+            arguments: span(head.arguments).ok()?,
+            progress_token: span(progress_token).ok()?,
+            input_responses: span(head.input_responses).ok()?,
+            request_state: span(head.request_state).ok()?,
+        })
+    }
+}
+
+/// The members of a `tools/call`'s params as the edge found them, each as its JSON text
+/// (`None`: not there, or `null`).
+#[derive(Clone, Debug)]
+pub(crate) struct CallMembers<'a> {
+    /// `name`: the tool's, if it is a string.
+    pub(crate) name: Member<'a>,
+    /// `arguments`.
+    pub(crate) arguments: Option<&'a str>,
+    /// `_meta.progressToken`.
+    pub(crate) progress_token: Option<&'a str>,
+    /// `inputResponses`.
+    pub(crate) input_responses: Option<&'a str>,
+    /// `requestState`.
+    pub(crate) request_state: Option<&'a str>,
 }
 
 /// The members of a 2026-07-28 request's params that the edge reads, found in one pass
@@ -244,6 +302,12 @@ pub struct ParamsHead<'a> {
     /// `arguments` (`tools/call`), as sent.
     #[serde(default, borrow)]
     pub arguments: Option<&'a RawValue>,
+    /// `inputResponses` (a `tools/call` answering a question), as sent.
+    #[serde(default, rename = "inputResponses", borrow)]
+    pub input_responses: Option<&'a RawValue>,
+    /// `requestState` (a `tools/call` answering a question), as sent.
+    #[serde(default, rename = "requestState", borrow)]
+    pub request_state: Option<&'a RawValue>,
 }
 
 /// A member of the params as [`ParamsHead`] found it, by what it holds.
@@ -278,10 +342,13 @@ impl<'a> ParamsHead<'a> {
 
     /// What a member of the head holds (`name`, `uri` or `taskId`).
     pub fn text(member: Option<&'a RawValue>) -> Member<'a> {
-        let Some(raw) = member else {
-            return Member::Absent;
-        };
-        let raw = raw.get();
+        member.map_or(Member::Absent, |raw| Member::of(raw.get()))
+    }
+}
+
+impl<'a> Member<'a> {
+    /// What `raw`, the JSON text of a member that is there, holds.
+    fn of(raw: &'a str) -> Member<'a> {
         if !raw.starts_with('"') {
             return Member::Other;
         }
@@ -393,9 +460,24 @@ impl StatelessMeta {
             capabilities: Arc::new(required.capabilities),
             log_level: required.log_level,
             trace: TraceContext::from_reserved(&meta.reserved),
+            spans: params.and_then(|params| Spans::of(head, params.get())),
             params: params.cloned(),
             map: OnceLock::new(),
             client_info: OnceLock::new(),
+        })
+    }
+
+    /// The members of a `tools/call`'s params, as the edge read them (`None` when it could
+    /// not place them: read the params instead).
+    pub(crate) fn call_members(&self) -> Option<CallMembers<'_>> {
+        let (spans, text) = (self.spans.as_ref()?, self.params.as_ref()?.get());
+        let at = |span: &Option<Range<usize>>| span.clone().and_then(|span| text.get(span));
+        Some(CallMembers {
+            name: at(&spans.name).map_or(Member::Absent, Member::of),
+            arguments: at(&spans.arguments),
+            progress_token: at(&spans.progress_token),
+            input_responses: at(&spans.input_responses),
+            request_state: at(&spans.request_state),
         })
     }
 
@@ -601,6 +683,43 @@ mod tests {
         assert!(e.message.contains("not part of protocol 2026-07-28"));
         let meta = read("tools/list", Some(good)).unwrap();
         assert_eq!(meta.trace.unwrap().traceparent, "00-a-b-01");
+    }
+
+    #[test]
+    fn a_calls_members_are_handed_on_as_the_edge_found_them() {
+        let meta = r#""_meta":{"progressToken":"p-1","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        let params = format!(
+            r#"{{"name":"ech\u006f","arguments":{{"text":"hé"}},{meta},"inputResponses":{{"a":{{"action":"accept"}}}},"requestState":"s"}}"#
+        );
+        let found = read("tools/call", Some(&params)).unwrap();
+        let call = found.call_members().unwrap();
+        assert_eq!(call.name, Member::Text("echo".into()), "escapes decoded");
+        assert_eq!(call.arguments, Some(r#"{"text":"hé"}"#));
+        assert_eq!(call.progress_token, Some(r#""p-1""#));
+        assert_eq!(call.input_responses, Some(r#"{"a":{"action":"accept"}}"#));
+        assert_eq!(call.request_state, Some(r#""s""#));
+
+        // Absent and null members are not there; a name that is no string is `Other`.
+        let bare = format!(r#"{{"name":7,"arguments":null,{meta}}}"#);
+        let call = read("tools/call", Some(&bare)).unwrap();
+        let call = call.call_members().unwrap();
+        assert_eq!(call.name, Member::Other);
+        assert_eq!(
+            (call.arguments, call.input_responses, call.request_state),
+            (None, None, None)
+        );
+
+        // A head read from other text cannot be placed in these params: nothing is handed
+        // on, and the dispatcher reads the params itself.
+        let text = format!(r#"{{"name":"x",{meta}}}"#);
+        let copy = text.clone();
+        let head = ParamsHead::parse(Some(&copy)).unwrap();
+        let params = Params::from(serde_json::from_str::<&RawValue>(&text).unwrap());
+        let meta = StatelessMeta::parse(&head, Some(&params), "").unwrap();
+        assert!(meta.call_members().is_none());
+        // A progress token given twice makes `_meta` malformed, as any member twice does.
+        let twice = r#"{"_meta":{"progressToken":1,"progressToken":2,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}"#;
+        assert!(read("tools/call", Some(twice)).is_err());
     }
 
     #[test]

@@ -596,7 +596,7 @@ impl Source<'_> {
     /// `raw`, read out of this frame, as params: sharing the frame kept, or a copy.
     fn params(&self, raw: &RawValue) -> Params {
         match &self.kept {
-            Some((frame, base)) => Params::within(frame, self.text, *base, raw),
+            Some((frame, base)) => Params::within(frame, self.text, *base, raw.get()),
             None => Params::from(raw),
         }
     }

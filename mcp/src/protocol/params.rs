@@ -53,10 +53,9 @@ impl Frame {
 }
 
 impl Params {
-    /// `part`, which was read out of `text` (which starts at `base` in `frame`'s text), as
-    /// a slice of the frame; a copy of its own when it does not lie in `text`.
-    pub(crate) fn within(frame: &Frame, text: &str, base: usize, part: &RawValue) -> Self {
-        let part = part.get();
+    /// `part` (JSON), which was read out of `text` (which starts at `base` in `frame`'s
+    /// text), as a slice of the frame; a copy of its own when it does not lie in `text`.
+    pub(crate) fn within(frame: &Frame, text: &str, base: usize, part: &str) -> Self {
         let offset = (part.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
         // A `str` that lies inside `text` is a slice of it, and starts and ends on its
         // character boundaries (no string starts or ends inside a character).
@@ -74,13 +73,13 @@ impl Params {
     /// `part`, read out of `params` (a call's arguments out of its params), as a slice of
     /// their frame: a 1 MiB argument is not copied again on its way to the handler. A copy
     /// when it is not in them, or there are none to share.
-    pub(crate) fn part_of(params: Option<&Params>, part: &RawValue) -> Self {
+    pub(crate) fn part_of(params: Option<&Params>, part: &str) -> Self {
         match params {
             Some(params) => {
                 let base = params.range.as_ref().map_or(0, |range| range.start);
                 Params::within(&params.frame, params.get(), base, part)
             }
-            None => Params::from(part),
+            None => Params::copied(part),
         }
     }
 
@@ -147,12 +146,12 @@ mod tests {
         let frame = Frame::Copied(Arc::clone(&text));
         let trimmed = &text[1..];
         let env: Env<'_> = serde_json::from_str(trimmed).unwrap();
-        let params = Params::within(&frame, trimmed, 1, env.params);
+        let params = Params::within(&frame, trimmed, 1, env.params.get());
         assert_eq!(params.get(), r#"{"name":"t","arguments":{"text":"héllo"}}"#);
         assert!(shares(&params, &text));
 
         let call: Call<'_> = serde_json::from_str(params.get()).unwrap();
-        let arguments = Params::part_of(Some(&params), call.arguments);
+        let arguments = Params::part_of(Some(&params), call.arguments.get());
         assert_eq!(arguments.get(), r#"{"text":"héllo"}"#);
         assert!(shares(&arguments, &text), "the call keeps the frame alive");
         assert_eq!(Arc::strong_count(&text), 4);
@@ -163,14 +162,14 @@ mod tests {
         let text: Arc<str> = Arc::from("{}");
         let frame = Frame::Copied(Arc::clone(&text));
         let other = RawValue::from_string(r#"[1,2]"#.to_owned()).unwrap();
-        let params = Params::within(&frame, "{}", 0, &other);
+        let params = Params::within(&frame, "{}", 0, other.get());
         assert!(!shares(&params, &text));
         assert_eq!(params.get(), "[1,2]");
         assert_eq!(Params::from(other).get(), params.get());
-        let alone = Params::part_of(None, &RawValue::from_string("{}".to_owned()).unwrap());
+        let alone = Params::part_of(None, "{}");
         assert_eq!(alone.get(), "{}");
         let elsewhere = RawValue::from_string(r#"{"x":1}"#.to_owned()).unwrap();
-        let copied = Params::part_of(Some(&params), &elsewhere);
+        let copied = Params::part_of(Some(&params), elsewhere.get());
         assert!(!shares(&copied, &text));
         assert_eq!(copied.get(), r#"{"x":1}"#);
     }

@@ -151,6 +151,9 @@ pub(crate) struct Reserved<'a> {
     /// A W3C trace context's `tracestate`.
     #[serde(borrow, default)]
     pub(crate) tracestate: Option<&'a RawValue>,
+    /// The token a request's progress notifications carry.
+    #[serde(rename = "progressToken", borrow, default)]
+    pub(crate) progress_token: Option<&'a RawValue>,
 }
 
 /// How widely a cacheable result may be shared.
