@@ -229,41 +229,43 @@ pub struct StatelessMeta {
     spans: Option<Spans>,
 }
 
-/// Where each member of a [`ParamsHead`] lies in the params' text (`None`: not there).
+/// Where the members of a `tools/call` that [`ParamsHead`] found lie in the params' text
+/// (`None`: not there).
 #[derive(Clone, Debug, Default)]
 struct Spans {
     name: Option<Range<usize>>,
     arguments: Option<Range<usize>>,
     progress_token: Option<Range<usize>>,
-    input_responses: Option<Range<usize>>,
-    request_state: Option<Range<usize>>,
+    /// The params answer the server's questions (`inputResponses` or `requestState`).
+    answers: bool,
 }
 
 impl Spans {
     /// The spans of `head`'s members in `text`, which it was read from (`None` when one
     /// does not lie in it).
     fn of(head: &ParamsHead<'_>, text: &str) -> Option<Spans> {
-        let span = |member: Option<&RawValue>| -> Result<Option<Range<usize>>, ()> {
-            let Some(member) = member else {
-                return Ok(None);
-            };
-            let part = member.get();
-            let start = (part.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
-            let end = start.checked_add(part.len()).ok_or(())?;
-            // Only a slice of `text` itself is taken: the same bytes at the same address.
-            match text.get(start..end) {
-                Some(found) if std::ptr::eq(found, part) => Ok(Some(start..end)),
-                _ => Err(()),
-            }
-        };
         let progress_token = head.meta.as_ref().and_then(|m| m.reserved.progress_token);
         Some(Spans {
-            name: span(head.name).ok()?,
-            arguments: span(head.arguments).ok()?,
-            progress_token: span(progress_token).ok()?,
-            input_responses: span(head.input_responses).ok()?,
-            request_state: span(head.request_state).ok()?,
+            name: span(head.name, text).ok()?,
+            arguments: span(head.arguments, text).ok()?,
+            progress_token: span(progress_token, text).ok()?,
+            answers: head.input_responses.is_some() || head.request_state.is_some(),
         })
+    }
+}
+
+/// Where `member` lies in `text`: `Err` when it is not a slice of it.
+fn span(member: Option<&RawValue>, text: &str) -> Result<Option<Range<usize>>, ()> {
+    let Some(member) = member else {
+        return Ok(None);
+    };
+    let part = member.get();
+    let start = (part.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+    let end = start.checked_add(part.len()).ok_or(())?;
+    // Only a slice of `text` itself is taken: the same bytes at the same address.
+    match text.get(start..end) {
+        Some(found) if std::ptr::eq(found, part) => Ok(Some(start..end)),
+        _ => Err(()),
     }
 }
 
@@ -277,10 +279,6 @@ pub(crate) struct CallMembers<'a> {
     pub(crate) arguments: Option<&'a str>,
     /// `_meta.progressToken`.
     pub(crate) progress_token: Option<&'a str>,
-    /// `inputResponses`.
-    pub(crate) input_responses: Option<&'a str>,
-    /// `requestState`.
-    pub(crate) request_state: Option<&'a str>,
 }
 
 /// The members of a 2026-07-28 request's params that the edge reads, found in one pass
@@ -467,17 +465,19 @@ impl StatelessMeta {
         })
     }
 
-    /// The members of a `tools/call`'s params, as the edge read them (`None` when it could
-    /// not place them: read the params instead).
+    /// The members of a `tools/call`'s params, as the edge read them. `None` when it could
+    /// not place them, or when the params answer the server's questions (a rare round,
+    /// whose answers are parsed where they are used): read the params instead.
     pub(crate) fn call_members(&self) -> Option<CallMembers<'_>> {
         let (spans, text) = (self.spans.as_ref()?, self.params.as_ref()?.get());
+        if spans.answers {
+            return None;
+        }
         let at = |span: &Option<Range<usize>>| span.clone().and_then(|span| text.get(span));
         Some(CallMembers {
             name: at(&spans.name).map_or(Member::Absent, Member::of),
             arguments: at(&spans.arguments),
             progress_token: at(&spans.progress_token),
-            input_responses: at(&spans.input_responses),
-            request_state: at(&spans.request_state),
         })
     }
 
@@ -691,23 +691,21 @@ mod tests {
         let params = format!(
             r#"{{"name":"ech\u006f","arguments":{{"text":"hé"}},{meta},"inputResponses":{{"a":{{"action":"accept"}}}},"requestState":"s"}}"#
         );
+        // A call answering the server's questions is left to the dispatcher's reader.
         let found = read("tools/call", Some(&params)).unwrap();
+        assert!(found.call_members().is_none());
+        let plain = format!(r#"{{"name":"ech\u006f","arguments":{{"text":"hé"}},{meta}}}"#);
+        let found = read("tools/call", Some(&plain)).unwrap();
         let call = found.call_members().unwrap();
         assert_eq!(call.name, Member::Text("echo".into()), "escapes decoded");
         assert_eq!(call.arguments, Some(r#"{"text":"hé"}"#));
         assert_eq!(call.progress_token, Some(r#""p-1""#));
-        assert_eq!(call.input_responses, Some(r#"{"a":{"action":"accept"}}"#));
-        assert_eq!(call.request_state, Some(r#""s""#));
 
         // Absent and null members are not there; a name that is no string is `Other`.
         let bare = format!(r#"{{"name":7,"arguments":null,{meta}}}"#);
         let call = read("tools/call", Some(&bare)).unwrap();
         let call = call.call_members().unwrap();
-        assert_eq!(call.name, Member::Other);
-        assert_eq!(
-            (call.arguments, call.input_responses, call.request_state),
-            (None, None, None)
-        );
+        assert_eq!((call.name, call.arguments), (Member::Other, None));
 
         // A head read from other text cannot be placed in these params: nothing is handed
         // on, and the dispatcher reads the params itself.

@@ -75,8 +75,9 @@ struct Call<'a> {
 impl<'a> Call<'a> {
     /// The call's params: as the edge found them on 2026-07-28 (its head read them
     /// already, `_meta` and all, and a second pass over `_meta` was ~6% of such a call),
-    /// read from `params` otherwise, and whenever a member is not what it must be (the
-    /// reader's error names it).
+    /// read from `params` otherwise: on the handshake era, for a call that answers the
+    /// server's questions, and when the name is not a string (the reader's error names
+    /// it).
     fn read(scope: &'a Scope, params: Option<&'a str>) -> Result<Call<'a>, ErrorObject> {
         let found = scope.caller.stateless.as_deref();
         if let Some(call) = found
@@ -95,7 +96,7 @@ impl<'a> Call<'a> {
         })
     }
 
-    /// A call from the members the edge found, when each is what [`CallParams`] takes.
+    /// A call from the members the edge found, when the name is a string.
     fn found(members: CallMembers<'a>) -> Option<Call<'a>> {
         let Member::Text(name) = members.name else {
             return None;
@@ -104,14 +105,8 @@ impl<'a> Call<'a> {
             name,
             arguments: members.arguments,
             progress_token: members.progress_token,
-            input_responses: match members.input_responses {
-                Some(text) => Some(serde_json::from_str(text).ok()?),
-                None => None,
-            },
-            request_state: match members.request_state {
-                Some(text) => Some(serde_json::from_str(text).ok()?),
-                None => None,
-            },
+            input_responses: None,
+            request_state: None,
         })
     }
 }
