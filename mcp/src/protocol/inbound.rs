@@ -256,17 +256,9 @@ impl Spans {
 
 /// Where `member` lies in `text`: `Err` when it is not a slice of it.
 fn span(member: Option<&RawValue>, text: &str) -> Result<Option<Range<usize>>, ()> {
-    let Some(member) = member else {
-        return Ok(None);
-    };
-    let part = member.get();
-    let start = (part.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
-    let end = start.checked_add(part.len()).ok_or(())?;
-    // Only a slice of `text` itself is taken: the same bytes at the same address.
-    match text.get(start..end) {
-        Some(found) if std::ptr::eq(found, part) => Ok(Some(start..end)),
-        _ => Err(()),
-    }
+    member
+        .map(|member| super::params::range_in(text, member.get()).ok_or(()))
+        .transpose()
 }
 
 /// The members of a `tools/call`'s params as the edge found them, each as its JSON text

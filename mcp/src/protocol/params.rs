@@ -52,21 +52,25 @@ impl Frame {
     }
 }
 
+/// Where `part` lies in `text`, when it is a slice of it (found by address, not by
+/// content).
+pub(crate) fn range_in(text: &str, part: &str) -> Option<Range<usize>> {
+    let offset = (part.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+    // A `str` that lies inside `text` is a slice of it, and starts and ends on its
+    // character boundaries (no string starts or ends inside a character).
+    (offset <= text.len() && part.len() <= text.len() - offset).then(|| offset..offset + part.len())
+}
+
 impl Params {
     /// `part` (JSON), which was read out of `text` (which starts at `base` in `frame`'s
     /// text), as a slice of the frame; a copy of its own when it does not lie in `text`.
     pub(crate) fn within(frame: &Frame, text: &str, base: usize, part: &str) -> Self {
-        let offset = (part.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
-        // A `str` that lies inside `text` is a slice of it, and starts and ends on its
-        // character boundaries (no string starts or ends inside a character).
-        if offset <= text.len() && part.len() <= text.len() - offset {
-            let start = base + offset;
-            Params {
+        match range_in(text, part) {
+            Some(range) => Params {
                 frame: frame.clone(),
-                range: Some(start..start + part.len()),
-            }
-        } else {
-            Self::copied(part)
+                range: Some(base + range.start..base + range.end),
+            },
+            None => Self::copied(part),
         }
     }
 
