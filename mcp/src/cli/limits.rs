@@ -727,11 +727,16 @@ pub(crate) fn apply(
             Some((_, amount, origin)) => (*amount, *origin),
             None => (code, Origin::Code),
         };
-        let shown = knob.show(amount);
-        let set_by = match origin {
-            Origin::CommandLine => format!("--{} {shown}", knob.flag),
-            Origin::Env => format!("{}={shown}", knob.env),
-            Origin::Code => format!("{} = {shown} (set in code)", knob.name),
+        // Written only for an error: formatting every limit's value (a duration through
+        // humantime) was a twentieth of a cold start's instructions.
+        let asked = amount;
+        let set_by = || {
+            let shown = knob.show(asked);
+            match origin {
+                Origin::CommandLine => format!("--{} {shown}", knob.flag),
+                Origin::Env => format!("{}={shown}", knob.env),
+                Origin::Code => format!("{} = {shown} (set in code)", knob.name),
+            }
         };
         let mut lowered = false;
         if let Some(max) = ceilings[i]
@@ -743,7 +748,8 @@ pub(crate) fn apply(
                 lowered = true;
             } else {
                 errors.push(format!(
-                    "{set_by} is above the ceiling this server sets for {}: at most {}",
+                    "{} is above the ceiling this server sets for {}: at most {}",
+                    set_by(),
                     knob.name,
                     knob.show(max)
                 ));
@@ -752,12 +758,13 @@ pub(crate) fn apply(
         if let Some((most, why)) = knob.most
             && amount > Amount::Count(most)
         {
-            errors.push(format!("{set_by} is above {why}: at most {most}"));
+            errors.push(format!("{} is above {why}: at most {most}", set_by()));
         }
         if origin != Origin::Code || lowered {
             if server_fixed && knob.slots.iter().any(|s| s.in_server()) {
                 errors.push(format!(
-                    "{set_by} cannot be applied: this binary hands the command line an already built server; pass its ServerBuilder instead (server! does)"
+                    "{} cannot be applied: this binary hands the command line an already built server; pass its ServerBuilder instead (server! does)",
+                    set_by()
                 ));
             }
             for slot in knob.slots {

@@ -159,8 +159,9 @@ pub(super) fn main<S: Into<Setup>>(app: App, server: impl FnOnce() -> S) -> Exit
     if let Some(about) = app.about {
         command = command.about(about);
     }
-    let matches = command.get_matches();
-    let cli = match Cli::from_arg_matches(&matches) {
+    let mut matches = command.get_matches();
+    // `_mut` takes the values out rather than cloning every match first.
+    let cli = match Cli::from_arg_matches_mut(&mut matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
