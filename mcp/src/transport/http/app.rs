@@ -33,7 +33,11 @@ impl App {
     /// cancelled: open `subscriptions/listen` streams then end with their final result
     /// while the HTTP server drains.
     pub(crate) fn watch_shutdown(&self) {
-        if self.shutdown_watched.swap(true, Ordering::AcqRel) {
+        // Every request asks; only the first writes. A swap on each request would take the
+        // flag's cache line from the other core every time both serve requests.
+        if self.shutdown_watched.load(Ordering::Acquire)
+            || self.shutdown_watched.swap(true, Ordering::AcqRel)
+        {
             return;
         }
         if let Some(cluster) = self.server.cluster() {

@@ -145,7 +145,7 @@ where
 /// Drives `work` (the requests, run together; what they send arrives on `rx`) to its
 /// answer, sent on `answer` as soon as it is known. `premade` replies (refusals decided
 /// before dispatch) go first; `batch` answers with an array. `stop` ends the exchange
-/// without answering.
+/// without answering, unless the work has finished by then.
 ///
 /// `work` comes pinned by the caller: an `async fn` keeps a future passed by value twice in
 /// its state (as the argument and as the local it is moved to), and the requests' future
@@ -155,7 +155,7 @@ pub(super) async fn drive<R, W>(
     rx: &mut OutboundReceiver,
     premade: Vec<Reply>,
     batch: bool,
-    stop: Option<CancellationToken>,
+    stop: Option<&CancellationToken>,
     log: &mut dyn StreamLog,
     answer: oneshot::Sender<Answer>,
 ) where
@@ -163,7 +163,7 @@ pub(super) async fn drive<R, W>(
     W: Future<Output = R> + ?Sized,
 {
     let stopped = async {
-        match &stop {
+        match stop {
             Some(token) => token.cancelled().await,
             None => std::future::pending().await,
         }
@@ -173,13 +173,16 @@ pub(super) async fn drive<R, W>(
     let mut open = false;
     let mut sinks_open = true;
     let replies = loop {
+        // The work first: most requests are answered on their first poll, and then the
+        // stop's token is never polled (each poll of a token's wait takes its lock, twice).
+        // A stop still comes before anything else the work sends.
         tokio::select! {
             biased;
+            replies = work.as_mut() => break replies,
             _ = &mut stopped => {
                 log.abandon().await;
                 return;
             }
-            replies = work.as_mut() => break replies,
             frame = rx.recv(), if sinks_open => match frame {
                 Some(frame) => {
                     if !open {

@@ -127,7 +127,7 @@ async fn get_handler(
         Err(r) => return r,
     };
     let stops = Stops {
-        closed: Some(session.closed.clone()),
+        closed: Some(session.closed.token().clone()),
         // The standalone stream never ends on its own: it ends at shutdown. A resumed
         // request stream ends with its response.
         shutdown: standalone.then(|| app.config.shutdown.clone()),

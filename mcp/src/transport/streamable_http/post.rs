@@ -347,7 +347,8 @@ async fn answer_post(
     super::exchange::start(async move {
         let _busy = running.busy();
         let mut channel = super::exchange::Channel::take(capacity);
-        let stop = Some(running.closed.clone());
+        // Borrowed: a token's clone and drop each take its lock.
+        let stop = Some(running.closed.token());
         match work {
             // One request needs neither `join_all`'s array of futures nor a list of
             // replies: this is every POST of a client that does not batch.
@@ -386,7 +387,7 @@ async fn answer_post(
             live_rx,
             app.config.keep_alive,
             Stops {
-                closed: Some(session.closed.clone()),
+                closed: Some(session.closed.token().clone()),
                 shutdown: None,
             },
             (session.busy(), session.stream_slot_for_request()),

@@ -164,7 +164,9 @@ pub(crate) struct Session {
     /// it is read, or for a session that lives here only.
     pub(crate) read: Mutex<Option<(Instant, u64)>>,
     busy: AtomicUsize,
-    pub(crate) closed: CancellationToken,
+    /// Cancelled when the session ends; asked on every request (a load, not the token's
+    /// lock).
+    pub(crate) closed: crate::util::Flagged,
     streams: Mutex<Streams>,
     store_events: usize,
     store_bytes: usize,
@@ -619,7 +621,7 @@ impl SessionTable {
             last_seen: Mutex::new(Instant::now()),
             read: Mutex::new(None),
             busy: AtomicUsize::new(0),
-            closed: CancellationToken::new(),
+            closed: crate::util::Flagged::new(),
             streams: Mutex::new(Streams {
                 next: 1,
                 open,
@@ -724,7 +726,7 @@ async fn pump(session: Arc<Session>, mut rx: OutboundReceiver) {
                 Some(frame) => session.backend.push(&session, frame).await,
                 None => break,
             },
-            _ = session.closed.cancelled() => break,
+            _ = session.closed.token().cancelled() => break,
         }
     }
 }

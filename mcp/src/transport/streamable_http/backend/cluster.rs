@@ -1126,7 +1126,7 @@ async fn follow(
         tokio::select! {
             _ = tokio::time::sleep(FOLLOW_EVERY) => {}
             _ = tx.closed() => return,
-            _ = session.closed.cancelled() => return,
+            _ = session.closed.token().cancelled() => return,
         }
         replay = match shared
             .cluster
