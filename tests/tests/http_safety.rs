@@ -564,3 +564,89 @@ async fn the_head_limit_counts_from_the_last_answer_not_from_the_connection_star
         "{idle:?}"
     );
 }
+
+/// With `per_core_threads`, each connection is served on one of the server's own threads
+/// (the one serving fewest), sessions work across them, and a shutdown still ends their
+/// streams and lets their calls finish.
+#[tokio::test]
+async fn per_core_threads_serve_each_connection_on_one_thread_and_shut_down_gracefully() {
+    let gate = mcp_tests::Gate::new();
+    let thread_name = ToolDef::new(
+        "thread",
+        "Names the thread serving the call.",
+        json!({"type": "object"}),
+        |_ctx: mcp::Ctx, _args: mcp::registry::ToolArgs| async move {
+            std::thread::current()
+                .name()
+                .unwrap_or("unnamed")
+                .to_owned()
+        },
+    );
+    let server = Server::builder("per-core", "1")
+        .tool(thread_name)
+        .tool(gate.tool("wait"))
+        .shutdown_grace(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let config = test_config()
+        .per_core_threads(2)
+        .shutdown_grace(Duration::from_secs(5));
+    let mut srv = Stoppable::serve_with(server, config).await;
+
+    // Two clients, two kept-alive connections: the second goes to the thread the first
+    // did not take, and each stays there for its session's requests.
+    let mut threads = Vec::new();
+    let mut clients = Vec::new();
+    for _ in 0..2 {
+        let mut c = srv.client();
+        c.initialize("2025-11-25", json!({})).await;
+        let mut seen = Vec::new();
+        for id in 0..3 {
+            let answer = c
+                .request(id, "tools/call", json!({"name": "thread", "arguments": {}}))
+                .await;
+            seen.push(
+                answer["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            );
+        }
+        assert!(
+            seen.iter().all(|t| t == &seen[0]),
+            "one thread per connection: {seen:?}"
+        );
+        threads.push(seen[0].clone());
+        clients.push(c);
+    }
+    threads.sort();
+    assert_eq!(threads, ["mcp-http-0", "mcp-http-1"]);
+
+    // A stream and a running call on those threads; then the shutdown.
+    let mut stream = SseReader::new(clients[0].get().send().await.unwrap());
+    assert!(stream.next().await.unwrap().is_priming());
+    let mut caller = clients[1].clone();
+    let call = tokio::spawn(async move {
+        caller
+            .request(9, "tools/call", json!({"name": "wait", "arguments": {}}))
+            .await
+    });
+    gate.wait_started(1).await;
+    srv.stop();
+    assert!(stream.rest().await.is_empty(), "the open stream ends");
+    gate.release(1);
+    let answer = tokio::time::timeout(Duration::from_secs(3), call)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "released",
+        "{answer}"
+    );
+    let result = tokio::time::timeout(Duration::from_secs(5), &mut srv.running)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(result.is_ok(), "{result:?}");
+    assert!(srv.refuses_connections().await);
+}

@@ -177,18 +177,32 @@ fn run_all(o: Options) {
             for era in [http::Era::Handshake, http::Era::Modern] {
                 for &clients in &o.clients {
                     let phase = format!("HTTP {}, {clients} client{}", era.name(), plural(clients));
+                    let d = Duration::from_secs_f64(o.http_seconds);
+                    let mut measured: Vec<Option<Measure>> = vec![None; servers.len()];
                     for &i in &order {
-                        let d = Duration::from_secs_f64(o.http_seconds);
                         match http::run(&servers[i].program, era, clients, d) {
                             Some(m) => {
                                 log(servers[i].name, &phase, &m);
-                                report.add_load(&phase, i, m);
+                                report.add_load(&phase, i, m.clone());
+                                measured[i] = Some(m);
                             }
                             None => {
                                 eprintln!("  {:<6} {phase}: not served", servers[i].name);
                                 report.add_missing(&phase, i);
                             }
                         }
+                    }
+                    if o.clients.iter().max() == Some(&clients) {
+                        per_core_phase(
+                            &servers,
+                            &order,
+                            &mut report,
+                            &phase,
+                            &measured,
+                            era,
+                            clients,
+                            d,
+                        );
                     }
                 }
             }
@@ -258,10 +272,49 @@ fn run_all(o: Options) {
     }
 }
 
+/// The most clients again, with our server on one single-threaded runtime per core
+/// (`MCP_PER_CORE_THREADS`, `HttpConfig::per_core_threads`): an opt-in setting, so the
+/// rows above keep measuring the default. rmcp and the floor have no such setting; their
+/// columns repeat what they measured in this round's default phase.
+#[allow(clippy::too_many_arguments)]
+fn per_core_phase(
+    servers: &[Server],
+    order: &[usize],
+    report: &mut Report,
+    default_phase: &str,
+    measured: &[Option<Measure>],
+    era: http::Era,
+    clients: usize,
+    d: Duration,
+) {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let phase = format!("{default_phase}, per-core threads");
+    for &i in order {
+        let ours = servers[i].package == "bench-ours";
+        let m = if ours {
+            let mut program = servers[i].program.clone();
+            program
+                .env
+                .push(("MCP_PER_CORE_THREADS", cores.to_string()));
+            let m = http::run(&program, era, clients, d);
+            if let Some(m) = &m {
+                log(servers[i].name, &phase, m);
+            }
+            m
+        } else {
+            measured[i].clone()
+        };
+        match m {
+            Some(m) => report.add_load(&phase, i, m),
+            None => report.add_missing(&phase, i),
+        }
+    }
+}
+
 impl Options {
     fn describe(&self) -> String {
         format!(
-            "{} rounds, medians; stdio: {} calls, {} in flight; HTTP: {} s per phase, clients {:?}; cold start: {} spawns per round",
+            "{} rounds, medians; stdio: {} calls, {} in flight; HTTP: {} s per phase, clients {:?} (the most also with ours on per-core threads, MCP_PER_CORE_THREADS = the cores; rmcp's and the floor's cells there repeat their default runs); cold start: {} spawns per round",
             self.rounds, self.calls, self.window, self.http_seconds, self.clients, self.cold_runs
         )
     }

@@ -250,6 +250,17 @@ const KNOBS: &[Knob] = &[
     },
     #[cfg(feature = "http")]
     Knob {
+        name: "per_core_threads",
+        flag: "per-core-threads",
+        env: "MCP_PER_CORE_THREADS",
+        unit: Unit::Count,
+        zero: true,
+        most: None,
+        slots: &[Slot::HttpCount(|c| &mut c.per_core_threads)],
+        help: "Serve HTTP connections on this many single-threaded runtimes, each connection kept on one (0: the shared runtime)",
+    },
+    #[cfg(feature = "http")]
+    Knob {
         name: "session_idle_timeout",
         flag: "session-idle-timeout",
         env: "MCP_SESSION_IDLE_TIMEOUT",

@@ -57,6 +57,7 @@ pub struct HttpConfig {
     pub(crate) guard: BootGuard,
     pub(crate) shutdown: CancellationToken,
     pub(crate) shutdown_grace: Duration,
+    pub(crate) per_core_threads: usize,
 }
 
 impl fmt::Debug for HttpConfig {
@@ -77,6 +78,7 @@ impl fmt::Debug for HttpConfig {
             .field("event_store_bytes", &self.event_store_bytes)
             .field("max_streams_per_session", &self.max_streams_per_session)
             .field("sessionless", &self.sessionless)
+            .field("per_core_threads", &self.per_core_threads)
             .field("legacy_sse", &self.legacy_sse)
             .field("bearer", &self.bearer.is_some())
             .field(
@@ -124,6 +126,7 @@ impl Default for HttpConfig {
             guard: BootGuard::default(),
             shutdown: CancellationToken::new(),
             shutdown_grace: Duration::from_secs(5),
+            per_core_threads: 0,
         }
     }
 }
@@ -331,6 +334,18 @@ impl HttpConfig {
     /// shutdown can complete. [`serve`](super::serve) cancels it on Ctrl-C or SIGTERM.
     pub fn shutdown_token(mut self, token: CancellationToken) -> Self {
         self.shutdown = token;
+        self
+    }
+
+    /// Serves connections on `n` threads of their own, each running a single-threaded
+    /// runtime, instead of on the shared multi-threaded one (default 0: shared). A
+    /// connection stays on the thread that took it (the one serving fewest), so its
+    /// session's data stays in one core's cache: with many busy clients each request
+    /// costs less. The price: a busy thread's connections wait rather than move to an idle
+    /// one, and every task a handler spawns runs on its connection's thread (move heavy
+    /// work to `tokio::task::spawn_blocking`). Set it to the number of cores.
+    pub fn per_core_threads(mut self, n: usize) -> Self {
+        self.per_core_threads = n;
         self
     }
 

@@ -113,6 +113,7 @@ mod error;
 pub(crate) mod guard;
 mod head_timeout;
 pub(crate) mod oauth;
+mod per_core;
 pub(crate) mod sse_body;
 
 use std::future::Future;
@@ -257,6 +258,7 @@ pub struct HttpServer {
     shutdown: CancellationToken,
     grace: std::time::Duration,
     header_read_timeout: std::time::Duration,
+    per_core_threads: usize,
 }
 
 impl HttpServer {
@@ -292,6 +294,7 @@ impl HttpServer {
             shutdown: config.shutdown,
             grace: config.shutdown_grace,
             header_read_timeout: config.header_read_timeout,
+            per_core_threads: config.per_core_threads,
         })
     }
 
@@ -324,48 +327,85 @@ impl HttpServer {
                 _ = trigger.cancelled() => {}
             }
         });
-        // Each connection is hyper's HTTP/1 connection itself, not `axum::serve`'s: that one
-        // goes through hyper-util's protocol-sniffing builder with upgrades, about 7 KiB more
-        // per open connection (an idle GET SSE stream held 21 KiB, now 14; MCP needs neither
-        // HTTP/2 nor upgrades).
         let mut listener = self.listener;
-        let limit = self.header_read_timeout;
-        // hyper's own header timer is not set: it would arm and disarm a timer per request
-        // (see `head_timeout`); each connection keeps the same limit with one of its own.
-        let http1 = hyper::server::conn::http1::Builder::new();
-        let connections = hyper_util::server::graceful::GracefulShutdown::new();
+        let connections = Connections {
+            app: self.app,
+            limit: self.header_read_timeout,
+            http1: hyper::server::conn::http1::Builder::new(),
+        };
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let per_core = per_core::PerCore::start(self.per_core_threads);
         loop {
             tokio::select! {
                 (io, _) = axum::serve::Listener::accept(&mut listener) => {
-                    let activity = head_timeout::Activity::new();
-                    let service = head_timeout::Watched {
-                        app: self.app.clone(),
-                        activity: Arc::clone(&activity),
-                    };
-                    let connection =
-                        http1.serve_connection(hyper_util::rt::TokioIo::new(io), service);
-                    let connection = connections.watch(connection);
-                    tokio::spawn(async move {
-                        tokio::select! {
-                            biased;
-                            ended = connection => if let Err(e) = ended {
-                                tracing::trace!(target: "mcp::http", error = %e, "connection ended with an error");
-                            },
-                            () = head_timeout::expired(&activity, limit) => {
-                                tracing::debug!(target: "mcp::http", ?limit, "no request head within the limit; connection closed");
-                            }
+                    match &per_core {
+                        Some(threads) => threads.hand_over(io, &connections, graceful.watcher()),
+                        None => {
+                            tokio::spawn(connections.serve(io, graceful.watcher(), None));
                         }
-                    });
+                    }
                 }
                 _ = token.cancelled() => break,
             }
         }
         drop(listener);
         tokio::select! {
-            _ = connections.shutdown() => Ok(()),
+            _ = graceful.shutdown() => {}
             _ = tokio::time::sleep(grace) => {
                 tracing::warn!(target: "mcp::http", "requests still running after the shutdown grace period; abandoning them");
-                Ok(())
+            }
+        }
+        // Every connection has ended (or was abandoned): the threads' runtimes can go.
+        drop(per_core);
+        Ok(())
+    }
+}
+
+/// What serving one accepted connection needs, shared by every connection.
+#[derive(Clone)]
+struct Connections {
+    app: Router,
+    limit: std::time::Duration,
+    // hyper's own header timer is not set: it would arm and disarm a timer per request
+    // (see `head_timeout`); each connection keeps the same limit with one of its own.
+    http1: hyper::server::conn::http1::Builder,
+}
+
+impl Connections {
+    /// Serves `io` until the client closes it or it waits too long for a request head.
+    /// Each connection is hyper's HTTP/1 connection itself, not `axum::serve`'s: that one
+    /// goes through hyper-util's protocol-sniffing builder with upgrades, about 7 KiB more
+    /// per open connection (an idle GET SSE stream held 21 KiB, now 14; MCP needs neither
+    /// HTTP/2 nor upgrades).
+    /// `watcher` is made where connections are accepted, before a shutdown can start, so
+    /// that a connection handed to another thread is never missed by the shutdown.
+    /// `open`, when given, is held until the connection ends (a per-core thread's count).
+    fn serve(
+        &self,
+        io: TcpStream,
+        watcher: hyper_util::server::graceful::Watcher,
+        open: Option<per_core::Open>,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let activity = head_timeout::Activity::new();
+        let service = head_timeout::Watched {
+            app: self.app.clone(),
+            activity: Arc::clone(&activity),
+        };
+        let connection = self
+            .http1
+            .serve_connection(hyper_util::rt::TokioIo::new(io), service);
+        let connection = watcher.watch(connection);
+        let limit = self.limit;
+        async move {
+            let _open = open;
+            tokio::select! {
+                biased;
+                ended = connection => if let Err(e) = ended {
+                    tracing::trace!(target: "mcp::http", error = %e, "connection ended with an error");
+                },
+                () = head_timeout::expired(&activity, limit) => {
+                    tracing::debug!(target: "mcp::http", ?limit, "no request head within the limit; connection closed");
+                }
             }
         }
     }
