@@ -343,7 +343,9 @@ impl HttpConfig {
     /// session's data stays in one core's cache: with many busy clients each request
     /// costs less. The price: a busy thread's connections wait rather than move to an idle
     /// one, and every task a handler spawns runs on its connection's thread (move heavy
-    /// work to `tokio::task::spawn_blocking`). Set it to the number of cores.
+    /// work to `tokio::task::spawn_blocking`). Set it to the number of cores. It applies to
+    /// [`serve`](super::serve) and [`HttpServer`](super::HttpServer); a
+    /// [`router`](super::router) you serve yourself runs where you serve it.
     pub fn per_core_threads(mut self, n: usize) -> Self {
         self.per_core_threads = n;
         self
