@@ -422,23 +422,35 @@ async fn a_call_running_at_shutdown_gets_its_answer_while_new_connections_are_re
     // Stopping: no new connection is accepted, and the running call is not cut off.
     assert!(srv.refuses_connections().await);
     assert!(!srv.running.is_finished());
+    // With its last call answered, the server returns well before the grace period ends.
+    let answer = answered_then_stopped(&gate, call, &mut srv, Duration::from_secs(2)).await;
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert_eq!(gate.dropped(), 0);
+}
+
+/// Releases the gated call `call`, checks that it is answered, then that the stopping
+/// server returns cleanly within `within`; returns the answer.
+async fn answered_then_stopped(
+    gate: &mcp_tests::Gate,
+    call: tokio::task::JoinHandle<Value>,
+    srv: &mut Stoppable,
+    within: Duration,
+) -> Value {
     gate.release(1);
     let answer = tokio::time::timeout(Duration::from_secs(3), call)
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(answer["id"], 7, "{answer}");
     assert_eq!(
         answer["result"]["content"][0]["text"], "released",
         "{answer}"
     );
-    // With its last call answered, the server returns well before the grace period ends.
-    let result = tokio::time::timeout(Duration::from_secs(2), &mut srv.running)
+    let result = tokio::time::timeout(within, &mut srv.running)
         .await
         .unwrap()
         .unwrap();
     assert!(result.is_ok(), "{result:?}");
-    assert_eq!(gate.dropped(), 0);
+    answer
 }
 
 /// Sends `bytes` on a new connection to `addr` and reads until the server closes it;
@@ -634,19 +646,6 @@ async fn per_core_threads_serve_each_connection_on_one_thread_and_shut_down_grac
     gate.wait_started(1).await;
     srv.stop();
     assert!(stream.rest().await.is_empty(), "the open stream ends");
-    gate.release(1);
-    let answer = tokio::time::timeout(Duration::from_secs(3), call)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        answer["result"]["content"][0]["text"], "released",
-        "{answer}"
-    );
-    let result = tokio::time::timeout(Duration::from_secs(5), &mut srv.running)
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(result.is_ok(), "{result:?}");
+    answered_then_stopped(&gate, call, &mut srv, Duration::from_secs(5)).await;
     assert!(srv.refuses_connections().await);
 }
