@@ -255,7 +255,10 @@ const KNOBS: &[Knob] = &[
         env: "MCP_PER_CORE_THREADS",
         unit: Unit::Count,
         zero: true,
-        most: None,
+        most: Some((
+            crate::transport::http::MAX_PER_CORE_THREADS,
+            "the most threads per-core serving starts",
+        )),
         slots: &[Slot::HttpCount(|c| &mut c.per_core_threads)],
         help: "Serve HTTP connections on this many single-threaded runtimes, each connection kept on one (0: the shared runtime)",
     },
@@ -949,6 +952,18 @@ mod tests {
         assert_eq!(
             e,
             "--max-completion-values 500 is above the protocol's limit: at most 100"
+        );
+        // A typo must not start thousands of threads.
+        let e = run(&["x", "--per-core-threads", "20000"], HttpConfig::new()).unwrap_err();
+        assert_eq!(
+            e,
+            "--per-core-threads 20000 is above the most threads per-core serving starts: at most 1024"
+        );
+        let (_, h, _) = run(&["x", "--per-core-threads", "2"], HttpConfig::new()).unwrap();
+        assert_eq!(h.per_core_threads, 2);
+        assert_eq!(
+            HttpConfig::new().per_core_threads(20000).per_core_threads,
+            1024
         );
         // The framework's default max_sessions (1000) is above this ceiling: the ceiling
         // becomes the default. A value the author set in code above it is an error.

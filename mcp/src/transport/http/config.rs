@@ -345,9 +345,10 @@ impl HttpConfig {
     /// one, and every task a handler spawns runs on its connection's thread (move heavy
     /// work to `tokio::task::spawn_blocking`). Set it to the number of cores. It applies to
     /// [`serve`](super::serve) and [`HttpServer`](super::HttpServer); a
-    /// [`router`](super::router) you serve yourself runs where you serve it.
+    /// [`router`](super::router) you serve yourself runs where you serve it. At most
+    /// [`MAX_PER_CORE_THREADS`](super::MAX_PER_CORE_THREADS) (a larger `n` is lowered to it).
     pub fn per_core_threads(mut self, n: usize) -> Self {
-        self.per_core_threads = n;
+        self.per_core_threads = n.min(super::MAX_PER_CORE_THREADS);
         self
     }
 

@@ -139,6 +139,10 @@ use crate::server::Server;
 /// same default as the binary's `--bind`).
 pub const DEFAULT_ADDR: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 8080));
 
+/// The most threads [`HttpConfig::per_core_threads`] starts: far above any core count, low
+/// enough that a typo cannot start thousands of threads.
+pub const MAX_PER_CORE_THREADS: usize = 1024;
+
 /// The router serving Streamable HTTP at the configured endpoint (and the legacy HTTP+SSE
 /// routes when [`HttpConfig::legacy_sse`] is on), `GET /health`, and Protected Resource
 /// Metadata when bearer auth is configured. Mount it in your own application, with your
