@@ -13,14 +13,15 @@
 # Fails if any required scenario of a required revision fails (or the server panics). Prints, per revision, the
 # required scenarios passed out of the total, and how the unscored ones fared. Results
 # (checks.json per scenario), the suite's logs and the server's log are kept in
-# target/conformance/.
+# target/conformance/ (or $CONFORMANCE_OUT). The server inherits the environment, so
+# MCP_* variables (MCP_PER_CORE_THREADS=2, say) configure it.
 #
 # The suite and the Node.js 22 it needs are installed by install_conformance_suite
 # (.ci/lib.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-OUT=target/conformance
+OUT=${CONFORMANCE_OUT:-target/conformance}
 REVISIONS=(2025-11-25 2026-07-28)
 if [ "$#" -gt 0 ]; then
   REQUIRED=("$@")
