@@ -17,7 +17,9 @@ use crate::layers::BoxFuture;
 use crate::server::{Outbound, OutboundReceiver, Reply};
 use crate::util::spare_box;
 
-use super::session::LIVE_CAPACITY;
+/// Frames buffered between a stream's producer and its HTTP response before the response
+/// is considered too slow and detached (the client can resume from the store).
+pub(crate) const LIVE_CAPACITY: usize = 256;
 
 /// How a POST is answered, decided by what its requests produce first.
 pub(crate) enum Answer {

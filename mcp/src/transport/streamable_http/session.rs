@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::exchange::StreamLog;
+use super::exchange::{LIVE_CAPACITY, StreamLog};
 use crate::auth::Principal;
 use crate::cluster::SessionRecord;
 use crate::layers::BoxFuture;
@@ -94,10 +94,6 @@ pub(crate) trait SessionBackend: Send + Sync + 'static {
 
 /// The standalone (GET) stream of every session.
 pub(crate) const STANDALONE: u64 = 0;
-
-/// Frames buffered between a stream's producer and its HTTP response before the response
-/// is considered too slow and detached (the client can resume from the store).
-pub(crate) const LIVE_CAPACITY: usize = 256;
 
 /// An event id: `<stream>-<seq>`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

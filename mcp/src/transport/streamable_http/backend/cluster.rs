@@ -57,10 +57,9 @@ use crate::transport::http::guard::rpc_error;
 use crate::transport::http::sse_body::message_event;
 use crate::transport::streamable_http::errors::with_session;
 use crate::transport::streamable_http::errors::{already_open, session_not_found, sessions_full};
-use crate::transport::streamable_http::exchange::StreamLog;
+use crate::transport::streamable_http::exchange::{LIVE_CAPACITY, StreamLog};
 use crate::transport::streamable_http::session::{
-    AlreadyOpen, Full, LIVE_CAPACITY, Lookup, Opened, STANDALONE, Session, SessionBackend,
-    SessionTable,
+    AlreadyOpen, Full, Lookup, Opened, STANDALONE, Session, SessionBackend, SessionTable,
 };
 
 /// What a replica's session table shares, and how.
