@@ -178,31 +178,26 @@ fn run_all(o: Options) {
                 for &clients in &o.clients {
                     let phase = format!("HTTP {}, {clients} client{}", era.name(), plural(clients));
                     let d = Duration::from_secs_f64(o.http_seconds);
-                    let mut measured: Vec<Option<Measure>> = vec![None; servers.len()];
+                    // The most clients again with ours on one single-threaded runtime per
+                    // core (an opt-in setting: the rows above keep measuring the default).
+                    // rmcp and the floor have no such setting; their cells repeat this
+                    // round's default runs.
+                    let per_core = (o.clients.iter().max() == Some(&clients))
+                        .then(|| format!("{phase}, per-core threads"));
                     for &i in &order {
-                        match http::run(&servers[i].program, era, clients, d) {
-                            Some(m) => {
-                                log(servers[i].name, &phase, &m);
-                                report.add_load(&phase, i, m.clone());
-                                measured[i] = Some(m);
-                            }
-                            None => {
-                                eprintln!("  {:<6} {phase}: not served", servers[i].name);
-                                report.add_missing(&phase, i);
-                            }
-                        }
-                    }
-                    if o.clients.iter().max() == Some(&clients) {
-                        per_core_phase(
-                            &servers,
-                            &order,
-                            &mut report,
-                            &phase,
-                            &measured,
-                            era,
-                            clients,
-                            d,
-                        );
+                        let m = http::run(&servers[i].program, era, clients, d);
+                        record(&mut report, &servers[i], i, &phase, m.clone());
+                        let Some(per_core) = &per_core else { continue };
+                        let m = if servers[i].package == "bench-ours" {
+                            let mut program = servers[i].program.clone();
+                            program
+                                .env
+                                .push(("MCP_PER_CORE_THREADS", cores().to_string()));
+                            http::run(&program, era, clients, d)
+                        } else {
+                            m
+                        };
+                        record(&mut report, &servers[i], i, per_core, m);
                     }
                 }
             }
@@ -272,43 +267,24 @@ fn run_all(o: Options) {
     }
 }
 
-/// The most clients again, with our server on one single-threaded runtime per core
-/// (`MCP_PER_CORE_THREADS`, `HttpConfig::per_core_threads`): an opt-in setting, so the
-/// rows above keep measuring the default. rmcp and the floor have no such setting; their
-/// columns repeat what they measured in this round's default phase.
-#[allow(clippy::too_many_arguments)]
-fn per_core_phase(
-    servers: &[Server],
-    order: &[usize],
-    report: &mut Report,
-    default_phase: &str,
-    measured: &[Option<Measure>],
-    era: http::Era,
-    clients: usize,
-    d: Duration,
-) {
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let phase = format!("{default_phase}, per-core threads");
-    for &i in order {
-        let ours = servers[i].package == "bench-ours";
-        let m = if ours {
-            let mut program = servers[i].program.clone();
-            program
-                .env
-                .push(("MCP_PER_CORE_THREADS", cores.to_string()));
-            let m = http::run(&program, era, clients, d);
-            if let Some(m) = &m {
-                log(servers[i].name, &phase, m);
-            }
-            m
-        } else {
-            measured[i].clone()
-        };
-        match m {
-            Some(m) => report.add_load(&phase, i, m),
-            None => report.add_missing(&phase, i),
+/// Adds one server's HTTP measurement of `phase` to the report (and to the log), or
+/// records that it did not serve it.
+fn record(report: &mut Report, server: &Server, i: usize, phase: &str, m: Option<Measure>) {
+    match m {
+        Some(m) => {
+            log(server.name, phase, &m);
+            report.add_load(phase, i, m);
+        }
+        None => {
+            eprintln!("  {:<6} {phase}: not served", server.name);
+            report.add_missing(phase, i);
         }
     }
+}
+
+/// The machine's cores: how many per-core threads ours runs with.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
 impl Options {
