@@ -31,6 +31,14 @@ struct CoreThread {
 /// One connection counted against its thread until it ends.
 pub(super) struct Open(Arc<AtomicUsize>);
 
+impl Open {
+    /// Counts one more connection on `open`, until the returned guard is dropped.
+    fn count(open: &Arc<AtomicUsize>) -> Open {
+        open.fetch_add(1, Ordering::Relaxed);
+        Open(Arc::clone(open))
+    }
+}
+
 impl Drop for Open {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
@@ -81,8 +89,7 @@ impl PerCore {
         };
         match registered {
             Ok(io) => {
-                thread.open.fetch_add(1, Ordering::Relaxed);
-                let open = Open(Arc::clone(&thread.open));
+                let open = Open::count(&thread.open);
                 thread
                     .runtime
                     .spawn(connections.serve(io, watcher, Some(open)));
