@@ -28,11 +28,14 @@ pub struct HttpTestServer {
 }
 
 impl HttpTestServer {
-    /// Serves [`http::router`] for `server`.
+    /// Serves `server` as [`http::bind`] does: the router of [`http::router`], with requests
+    /// to its endpoint answered without going through the router (what the generated
+    /// binaries serve). [`HttpTestServer::serve`] serves a router as given.
     pub async fn start(server: Server, config: HttpConfig) -> Self {
-        join(&server).await;
-        let app = http::router(server, config.clone()).expect("router builds");
-        Self::serve(app, config).await
+        let bound = http::bind(server, config, "127.0.0.1:0".parse().unwrap())
+            .await
+            .expect("bind");
+        Self::run(bound)
     }
 
     /// Serves the legacy [`mcp::transport::sse::router`] for `server`.
@@ -48,6 +51,10 @@ impl HttpTestServer {
         let bound = http::HttpServer::bind(app, config, "127.0.0.1:0".parse().unwrap())
             .await
             .expect("bind");
+        Self::run(bound)
+    }
+
+    fn run(bound: http::HttpServer) -> Self {
         let addr = bound.local_addr().unwrap();
         let shutdown = bound.shutdown_token();
         tokio::spawn(bound.run_until(std::future::pending()));

@@ -649,3 +649,132 @@ async fn per_core_threads_serve_each_connection_on_one_thread_and_shut_down_grac
     answered_then_stopped(&gate, call, &mut srv, Duration::from_secs(5)).await;
     assert!(srv.refuses_connections().await);
 }
+
+/// Each way a request reaches the endpoint: served as `http::bind` serves it (the endpoint
+/// answered without the router) and the router mounted in an application of one's own,
+/// under a layer of its own. Each with a configuration of its own (`config()`): a
+/// configuration's clones share its shutdown token.
+async fn both_ways(config: impl Fn() -> HttpConfig) -> [(HttpTestServer, &'static str); 2] {
+    let direct = HttpTestServer::start(fixture().server, config()).await;
+    let config = config();
+    let mounted = axum::Router::new()
+        .merge(http::router(fixture().server, config.clone()).expect("router builds"))
+        .layer(axum::middleware::map_response(
+            |mut r: axum::response::Response| async move {
+                r.headers_mut()
+                    .insert("x-application", axum::http::HeaderValue::from_static("yes"));
+                r
+            },
+        ));
+    let mounted = HttpTestServer::serve(mounted, config).await;
+    [
+        (direct, "served directly"),
+        (mounted, "mounted in an application"),
+    ]
+}
+
+#[tokio::test]
+async fn the_endpoint_answers_alike_served_directly_and_mounted_in_an_application() {
+    for (srv, way) in both_ways(test_config).await {
+        let client = plain_client();
+        // Methods the endpoint does not serve: 405, naming the ones it does.
+        for method in [
+            reqwest::Method::PUT,
+            reqwest::Method::PATCH,
+            reqwest::Method::OPTIONS,
+        ] {
+            let r = client
+                .request(method.clone(), srv.url("/mcp"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(
+                r.headers()["allow"],
+                "GET, HEAD, POST, DELETE",
+                "{method} {way}"
+            );
+            refused(
+                r,
+                StatusCode::METHOD_NOT_ALLOWED,
+                "answers POST, GET and DELETE",
+            )
+            .await;
+        }
+        // HEAD is GET without a body: without a session there is no stream (405).
+        let r = client.head(srv.url("/mcp")).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED, "{way}");
+        assert_eq!(r.headers()["allow"], "POST", "{way}");
+        assert!(r.bytes().await.unwrap().is_empty(), "{way}");
+        // The guard comes first, whatever the method.
+        let r = post(&srv)
+            .header("host", "evil.example")
+            .send()
+            .await
+            .unwrap();
+        refused(r, StatusCode::FORBIDDEN, "is not allowed").await;
+        let r = client
+            .put(srv.url("/mcp"))
+            .header("origin", "http://evil.example")
+            .send()
+            .await
+            .unwrap();
+        refused(r, StatusCode::FORBIDDEN, "Origin").await;
+        // And a request that passes is served, with the application's layer around it
+        // when there is one.
+        let r = post(&srv).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{way}");
+        assert_eq!(
+            r.headers().get("x-application").is_some(),
+            way == "mounted in an application",
+            "{way}"
+        );
+        assert!(r.headers().contains_key("mcp-session-id"), "{way}");
+        // Other paths are the router's, both ways.
+        let r = client.get(srv.url("/health")).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{way}");
+        let r = client.get(srv.url("/mcp/more")).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::NOT_FOUND, "{way}");
+    }
+}
+
+#[tokio::test]
+async fn bearer_authentication_guards_the_endpoint_both_ways() {
+    use mcp::auth::bearer::{TokenError, verifier_fn};
+    let auth = || {
+        http::BearerAuth::new(
+            verifier_fn(|token: String| async move {
+                match token.as_str() {
+                    "good" => Ok(mcp::auth::Principal::new("alice", vec![])),
+                    _ => Err(TokenError::Invalid("unknown token".into())),
+                }
+            }),
+            "http://127.0.0.1/mcp",
+        )
+        .authorization_server("https://auth.example.test")
+    };
+    for (srv, way) in both_ways(|| test_config().bearer_auth(auth())).await {
+        for method in [
+            reqwest::Method::POST,
+            reqwest::Method::GET,
+            reqwest::Method::PUT,
+        ] {
+            let r = plain_client()
+                .request(method.clone(), srv.url("/mcp"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{method} {way}");
+            assert!(r.headers().contains_key("www-authenticate"), "{way}");
+        }
+        // The guard before the token: a foreign Host is refused without asking for one.
+        let r = post(&srv)
+            .header("host", "evil.example")
+            .bearer_auth("good")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{way}");
+        let r = post(&srv).bearer_auth("good").send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{way}");
+    }
+}

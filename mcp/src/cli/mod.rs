@@ -360,10 +360,17 @@ async fn serve_network(
     }
     let legacy_sse = config.legacy_sse;
     let built = match transport {
-        TransportArg::Sse => crate::transport::sse::router(server.clone(), config.clone()),
-        _ => http::router(server.clone(), config.clone()),
+        TransportArg::Sse => {
+            crate::transport::sse::router(server.clone(), config.clone()).map(|router| {
+                http::Built {
+                    router,
+                    endpoint: None,
+                }
+            })
+        }
+        _ => http::built(server.clone(), config.clone()),
     };
-    let app = built.map_err(|e| match e {
+    let built = built.map_err(|e| match e {
         HttpError::Refused(refusal) => format!(
             "refusing to serve {name} over {}:\n{refusal}",
             transport.as_str()
@@ -373,7 +380,7 @@ async fn serve_network(
     http::join_cluster(&server)
         .await
         .map_err(|e| e.to_string())?;
-    let bound = http::HttpServer::bind(app, config, addr)
+    let bound = http::HttpServer::serve_built(built, config, addr)
         .await
         .map_err(|e| match e {
             HttpError::Refused(refusal) => refusal.to_string(),

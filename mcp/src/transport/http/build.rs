@@ -17,6 +17,7 @@ use super::guard::{self, json_response};
 use super::oauth;
 use crate::server::Server;
 use crate::transport::sse::table::SseTable;
+use crate::transport::streamable_http::{Endpoint, EndpointService};
 
 /// Which transports a router serves.
 #[derive(Clone, Copy, Debug)]
@@ -35,12 +36,20 @@ impl Transports {
     }
 }
 
+/// A router, and the Streamable HTTP endpoint it mounts (when it serves that transport).
+pub(crate) struct Built {
+    pub(crate) router: Router,
+    /// Answers what the router answers at the endpoint's path, without the router's
+    /// per-request work: [`HttpServer`](super::HttpServer) hands it those requests directly.
+    pub(crate) endpoint: Option<Arc<Endpoint>>,
+}
+
 /// Builds a router for `transports`.
 pub(crate) fn build(
     server: Server,
     config: HttpConfig,
     transports: Transports,
-) -> Result<Router, HttpError> {
+) -> Result<Built, HttpError> {
     config.validate().map_err(HttpError::Config)?;
     if let Some(b) = &config.bearer {
         b.validate().map_err(HttpError::Config)?;
@@ -86,18 +95,23 @@ pub(crate) fn build(
         dropped: CancellationToken::new(),
     });
 
+    let guard = Arc::new(guard);
+    // The endpoint checks the guard and the bearer token itself (see `Endpoint::answer`);
+    // the other routes get them as layers.
+    let endpoint = transports
+        .streamable
+        .then(|| Endpoint::new(Arc::clone(&app), Arc::clone(&guard)));
     let mut mcp = Router::new();
-    if transports.streamable {
-        mcp = mcp.merge(crate::transport::streamable_http::routes(&app));
-    }
     if transports.legacy_sse {
-        mcp = mcp.merge(crate::transport::sse::routes::routes(&app));
+        mcp = crate::transport::sse::routes::routes(&app);
+        if let Some(auth) = &bearer {
+            mcp = mcp.route_layer(axum::middleware::from_fn_with_state(
+                Arc::clone(auth),
+                oauth::bearer_layer,
+            ));
+        }
     }
     if let Some(auth) = &bearer {
-        mcp = mcp.route_layer(axum::middleware::from_fn_with_state(
-            Arc::clone(auth),
-            oauth::bearer_layer,
-        ));
         let mut metadata = Router::new();
         for path in auth.metadata_paths() {
             metadata = metadata.route(&path, get(oauth::metadata_handler));
@@ -114,11 +128,15 @@ pub(crate) fn build(
         // Otherwise the first request starts the watch.
         app.watch_shutdown();
     }
-    let guarded = mcp.layer(guard::GuardLayer(Arc::new(guard)));
-    Ok(Router::new()
-        .route("/health", get(health))
-        .merge(guarded)
-        .fallback(not_found))
+    let guarded = mcp.layer(guard::GuardLayer(guard));
+    let mut router = Router::new().route("/health", get(health));
+    if let Some(endpoint) = &endpoint {
+        router = router.route_service(endpoint.path(), EndpointService(Arc::clone(endpoint)));
+    }
+    Ok(Built {
+        router: router.merge(guarded).fallback(not_found),
+        endpoint,
+    })
 }
 
 async fn health() -> Response {

@@ -30,6 +30,9 @@ use axum::response::Response;
 use tokio::time::Instant;
 use tower_service::Service;
 
+use crate::layers::BoxFuture;
+use crate::transport::streamable_http::Endpoint;
+
 /// What one connection's watchdog knows. Written and read by the connection's own task only
 /// (the service and the watchdog are polled by it); atomics because hyper's service must be
 /// `Send + Sync`, all uncontended.
@@ -85,6 +88,8 @@ pub(super) async fn expired(activity: &Activity, limit: Duration) {
 #[derive(Clone)]
 pub(super) struct Watched {
     pub(super) app: Router,
+    /// The router's endpoint, which takes the requests to its path without the router.
+    pub(super) endpoint: Option<Arc<Endpoint>>,
     pub(super) activity: Arc<Activity>,
 }
 
@@ -95,9 +100,15 @@ impl hyper::service::Service<Request<hyper::body::Incoming>> for Watched {
 
     fn call(&self, request: Request<hyper::body::Incoming>) -> Answering {
         let unfinished = Unfinished::new(&self.activity);
-        // A router is always ready (axum's `poll_ready` returns `Ready` at once), so it is
-        // called without waiting for readiness; the clone is an `Arc`'s.
-        let routed = self.app.clone().call(request.map(Body::new));
+        let request = request.map(Body::new);
+        let routed = match &self.endpoint {
+            Some(endpoint) if request.uri().path() == endpoint.path() => {
+                Routed::Endpoint(endpoint.call(request))
+            }
+            // A router is always ready (axum's `poll_ready` returns `Ready` at once), so it
+            // is called without waiting for readiness; the clone is an `Arc`'s.
+            _ => Routed::Router(self.app.clone().call(request)),
+        };
         Answering {
             routed,
             unfinished: Some(unfinished),
@@ -105,7 +116,14 @@ impl hyper::service::Service<Request<hyper::body::Incoming>> for Watched {
     }
 }
 
-type Routed = <Router as Service<Request>>::Future;
+/// Who answers a request: the endpoint directly, or the router. One per request being
+/// answered, inside hyper's connection: boxing the router's future to make the variants
+/// alike would cost an allocation per request instead.
+#[allow(clippy::large_enum_variant)]
+enum Routed {
+    Endpoint(BoxFuture<'static, Response>),
+    Router(<Router as Service<Request>>::Future),
+}
 
 /// The routes' answer, its body tracked.
 pub(super) struct Answering {
@@ -117,7 +135,10 @@ impl Future for Answering {
     type Output = Result<Response<Tracked>, Infallible>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let response = ready!(Pin::new(&mut self.routed).poll(cx))?;
+        let response = match &mut self.routed {
+            Routed::Endpoint(answer) => ready!(answer.as_mut().poll(cx)),
+            Routed::Router(routed) => ready!(Pin::new(routed).poll(cx))?,
+        };
         let unfinished = self.unfinished.take();
         Poll::Ready(Ok(response.map(|body| Tracked {
             body,

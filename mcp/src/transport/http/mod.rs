@@ -128,12 +128,13 @@ use tokio_util::sync::CancellationToken;
 /// The axum version the routers are built with, so an application can name
 /// [`axum::Router`] and add layers without a version mismatch.
 pub use axum;
-pub(crate) use build::{Transports, build};
+pub(crate) use build::{Built, Transports, build};
 pub use config::{DEFAULT_ALLOWED_HOSTS, HttpConfig};
 pub use error::HttpError;
 pub use oauth::{BearerAuth, METADATA_PATH};
 
 use crate::server::Server;
+use crate::transport::streamable_http::Endpoint;
 
 /// The address [`serve`] callers use when none is given: loopback only, port 8080 (the
 /// same default as the binary's `--bind`).
@@ -151,6 +152,11 @@ pub const MAX_PER_CORE_THREADS: usize = 1024;
 /// Refuses (see the [module docs](self)) when the boot guard fails or the configuration
 /// cannot work.
 pub fn router(server: Server, config: HttpConfig) -> Result<Router, HttpError> {
+    built(server, config).map(|built| built.router)
+}
+
+/// [`router`], with its endpoint for [`HttpServer::serve_built`].
+pub(crate) fn built(server: Server, config: HttpConfig) -> Result<Built, HttpError> {
     let legacy_sse = config.legacy_sse;
     build(
         server,
@@ -166,9 +172,7 @@ pub fn router(server: Server, config: HttpConfig) -> Result<Router, HttpError> {
 /// gracefully: open SSE streams end, running requests get
 /// [`HttpConfig::shutdown_grace`] to finish.
 pub async fn serve(server: Server, config: HttpConfig, addr: SocketAddr) -> Result<(), HttpError> {
-    let app = router(server.clone(), config.clone()).inspect_err(log_refusal)?;
-    join_cluster(&server).await?;
-    run_bound(app, config, addr).await
+    bind(server, config, addr).await?.run().await
 }
 
 /// Binds `addr` (for [`HttpServer::local_addr`], e.g. with port 0) without serving yet.
@@ -177,9 +181,9 @@ pub async fn bind(
     config: HttpConfig,
     addr: SocketAddr,
 ) -> Result<HttpServer, HttpError> {
-    let app = router(server.clone(), config.clone()).inspect_err(log_refusal)?;
+    let built = built(server.clone(), config.clone()).inspect_err(log_refusal)?;
     join_cluster(&server).await?;
-    HttpServer::bind(app, config, addr).await
+    HttpServer::serve_built(built, config, addr).await
 }
 
 /// A replica hears the bus before it accepts its first request.
@@ -259,6 +263,8 @@ impl axum::serve::Listener for NoDelayListener {
 pub struct HttpServer {
     listener: NoDelayListener,
     app: Router,
+    /// The endpoint of a router this crate built, answered without the router.
+    endpoint: Option<Arc<Endpoint>>,
     shutdown: CancellationToken,
     grace: std::time::Duration,
     header_read_timeout: std::time::Duration,
@@ -270,6 +276,25 @@ impl HttpServer {
     /// possibly merged into yours); `config` supplies the shutdown token and grace period.
     pub async fn bind(
         app: Router,
+        config: HttpConfig,
+        addr: SocketAddr,
+    ) -> Result<Self, HttpError> {
+        Self::bind_endpoint(app, None, config, addr).await
+    }
+
+    /// Binds `addr` for a router this crate built as it is: requests to its endpoint go to
+    /// the endpoint directly (see [`Endpoint`]), every other request to the router.
+    pub(crate) async fn serve_built(
+        built: Built,
+        config: HttpConfig,
+        addr: SocketAddr,
+    ) -> Result<Self, HttpError> {
+        Self::bind_endpoint(built.router, built.endpoint, config, addr).await
+    }
+
+    async fn bind_endpoint(
+        app: Router,
+        endpoint: Option<Arc<Endpoint>>,
         config: HttpConfig,
         addr: SocketAddr,
     ) -> Result<Self, HttpError> {
@@ -295,6 +320,7 @@ impl HttpServer {
         Ok(HttpServer {
             listener,
             app,
+            endpoint,
             shutdown: config.shutdown,
             grace: config.shutdown_grace,
             header_read_timeout: config.header_read_timeout,
@@ -334,6 +360,7 @@ impl HttpServer {
         let mut listener = self.listener;
         let connections = Connections {
             app: self.app,
+            endpoint: self.endpoint,
             limit: self.header_read_timeout,
             http1: hyper::server::conn::http1::Builder::new(),
         };
@@ -369,6 +396,7 @@ impl HttpServer {
 #[derive(Clone)]
 struct Connections {
     app: Router,
+    endpoint: Option<Arc<Endpoint>>,
     limit: std::time::Duration,
     // hyper's own header timer is not set: it would arm and disarm a timer per request
     // (see `head_timeout`); each connection keeps the same limit with one of its own.
@@ -393,6 +421,7 @@ impl Connections {
         let activity = head_timeout::Activity::new();
         let service = head_timeout::Watched {
             app: self.app.clone(),
+            endpoint: self.endpoint.clone(),
             activity: Arc::clone(&activity),
         };
         let connection = self

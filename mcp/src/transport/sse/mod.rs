@@ -38,6 +38,7 @@ pub fn router(server: crate::Server, config: HttpConfig) -> Result<Router, HttpE
             legacy_sse: true,
         },
     )
+    .map(|built| built.router)
 }
 
 /// Binds `addr` and serves [`router`] until Ctrl-C or SIGTERM (see [`http::serve`]).

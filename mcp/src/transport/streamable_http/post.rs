@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use tokio::sync::oneshot;
@@ -13,10 +12,7 @@ use tokio::sync::oneshot;
 use super::errors::with_session;
 use super::errors::{accepted, decode_error, session_not_found, session_required, sessions_full};
 use super::exchange::{Answer, drive};
-use super::request::{
-    ANONYMOUS, MaybePrincipal, VERSION_HEADER, lookup, principal_of, session_header, step_up,
-    version_header,
-};
+use super::request::{ANONYMOUS, VERSION_HEADER, lookup, session_header, step_up, version_header};
 use super::session::{self, Session};
 use super::stateless;
 use crate::auth::Principal;
@@ -75,8 +71,8 @@ fn version_signal(headers: &HeaderMap) -> VersionHeader {
 }
 
 pub(super) async fn post_handler(
-    State(app): State<Arc<App>>,
-    principal: MaybePrincipal,
+    app: Arc<App>,
+    principal: Option<Arc<Principal>>,
     request: axum::extract::Request,
 ) -> Response {
     // The headers are moved into the requests' extras below, not copied.
@@ -99,7 +95,6 @@ pub(super) async fn post_handler(
         Ok(b) => b,
         Err(r) => return r,
     };
-    let principal = principal_of(principal);
     let session_id = match session_header(&headers) {
         Ok(s) => s,
         Err(r) => return r,

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use axum::Extension;
 use axum::http::{HeaderMap, HeaderName};
 use axum::response::Response;
 use serde::Deserialize;
@@ -25,12 +24,6 @@ pub(super) const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event
 /// The one connection every sessionless request shares. It never has a transport attached,
 /// so it can never be asked anything.
 pub(super) const ANONYMOUS: &str = "http-anonymous";
-
-pub(super) type MaybePrincipal = Option<Extension<Arc<Principal>>>;
-
-pub(super) fn principal_of(p: MaybePrincipal) -> Option<Arc<Principal>> {
-    p.map(|Extension(p)| p)
-}
 
 /// The `MCP-Protocol-Version` header: absent, or a handshake revision (400 otherwise).
 #[allow(clippy::result_large_err)]

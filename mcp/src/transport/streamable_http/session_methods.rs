@@ -1,0 +1,106 @@
+//! GET and DELETE on a handshake-era session: its standalone stream (or a resumed request
+//! stream), and its end.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+
+use super::errors::{no_session_to_end, no_stream_without_session, with_session};
+use super::request::{LAST_EVENT_ID, SESSION_HEADER, lookup, session_header, version_header};
+use crate::auth::Principal;
+use crate::protocol::codes;
+use crate::transport::http::app::App;
+use crate::transport::http::guard::{accepts, rpc_error};
+use crate::transport::http::sse_body::{Stops, sse_response};
+
+pub(super) async fn get_handler(
+    app: Arc<App>,
+    principal: Option<Arc<Principal>>,
+    headers: HeaderMap,
+) -> Response {
+    let id = match session_header(&headers) {
+        Ok(Some(id)) => id,
+        Ok(None) => return no_stream_without_session(),
+        Err(r) => return r,
+    };
+    if !accepts(&headers, "text/event-stream") {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            codes::INVALID_REQUEST,
+            "Not Acceptable: GET opens an SSE stream; the client must accept text/event-stream",
+        );
+    }
+    if let Err(r) = version_header(&headers) {
+        return r;
+    }
+    let session = match lookup(&app, id, principal.as_deref()).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let Some(slot) = session.stream_slot() else {
+        let mut r = rpc_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            codes::INVALID_REQUEST,
+            format!(
+                "Too Many Requests: this session already holds its maximum of {} open SSE streams; close one first",
+                session.max_streams()
+            ),
+        );
+        r.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            HeaderValue::from_static("1"),
+        );
+        return with_session(r, &session);
+    };
+    let last = headers
+        .get(&LAST_EVENT_ID)
+        .map(|v| v.to_str().unwrap_or(""));
+    let priming = session.primes().then_some(app.config.retry);
+    let (rx, standalone) = match session.backend.open_get(&session, last, priming).await {
+        Ok(opened) => opened,
+        Err(r) => return r,
+    };
+    let stops = Stops {
+        closed: Some(session.closed.token().clone()),
+        // The standalone stream never ends on its own: it ends at shutdown. A resumed
+        // request stream ends with its response.
+        shutdown: standalone.then(|| app.config.shutdown.clone()),
+    };
+    sse_response(
+        rx,
+        app.config.keep_alive,
+        stops,
+        (session.busy(), slot),
+        session
+            .id_header
+            .clone()
+            .map(|v| vec![(SESSION_HEADER, v)])
+            .unwrap_or_default(),
+    )
+}
+
+pub(super) async fn delete_handler(
+    app: Arc<App>,
+    principal: Option<Arc<Principal>>,
+    headers: HeaderMap,
+) -> Response {
+    let id = match session_header(&headers) {
+        Ok(Some(id)) => id,
+        Ok(None) => return no_session_to_end(),
+        Err(r) => return r,
+    };
+    if let Err(r) = version_header(&headers) {
+        return r;
+    }
+    if let Err(r) = lookup(&app, id, principal.as_deref()).await {
+        return r;
+    }
+    if let Err(r) = app.sessions.backend().remove(&app.sessions, id).await {
+        return r;
+    }
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = StatusCode::NO_CONTENT;
+    r
+}
