@@ -90,7 +90,7 @@ pub(crate) struct ConnState {
     /// Cancelled when the connection closes; read on every request (see [`Flagged`]).
     pub(crate) closed: crate::util::Flagged,
     /// Cancelled when the client's input closed (stdin EOF): long-lived requests end.
-    pub(crate) input_closed: CancellationToken,
+    pub(crate) input_closed: crate::util::Flagged,
     /// The era fixed by the connection's first decisive message (stdio).
     pub(crate) era: FixedEra,
     /// State the handlers keep for this connection (`Ctx::session_state`), made when a
@@ -176,7 +176,7 @@ impl ConnState {
             running: AtomicUsize::new(0),
             pending: Mutex::new(Pending::new(max_pending)),
             closed: crate::util::Flagged::new(),
-            input_closed: CancellationToken::new(),
+            input_closed: crate::util::Flagged::new(),
             era: FixedEra::default(),
             states: OnceLock::new(),
             on_end: Mutex::new(on_end),

@@ -494,7 +494,7 @@ impl Server {
         };
         tokio::select! {
             _ = self.inner.shutdown.cancelled() => {}
-            _ = scope.caller.conn.input_closed.cancelled() => {
+            _ = scope.caller.conn.input_closed.token().cancelled() => {
                 return Err(ErrorObject::internal("the client's input closed"));
             }
         }
