@@ -20,9 +20,8 @@ pub(super) async fn get_handler(
     principal: Option<Arc<Principal>>,
     headers: HeaderMap,
 ) -> Response {
-    let id = match session_header(&headers) {
-        Ok(Some(id)) => id,
-        Ok(None) => return no_stream_without_session(),
+    let id = match required_session(&headers, no_stream_without_session) {
+        Ok(id) => id,
         Err(r) => return r,
     };
     if !accepts(&headers, "text/event-stream") {
@@ -86,9 +85,8 @@ pub(super) async fn delete_handler(
     principal: Option<Arc<Principal>>,
     headers: HeaderMap,
 ) -> Response {
-    let id = match session_header(&headers) {
-        Ok(Some(id)) => id,
-        Ok(None) => return no_session_to_end(),
+    let id = match required_session(&headers, no_session_to_end) {
+        Ok(id) => id,
         Err(r) => return r,
     };
     if let Err(r) = version_header(&headers) {
@@ -103,4 +101,11 @@ pub(super) async fn delete_handler(
     let mut r = Response::new(Body::empty());
     *r.status_mut() = StatusCode::NO_CONTENT;
     r
+}
+
+/// The request's `Mcp-Session-Id`: `missing()` when it has none (GET and DELETE act on a
+/// session), 400 when it is malformed.
+#[allow(clippy::result_large_err)]
+fn required_session(headers: &HeaderMap, missing: fn() -> Response) -> Result<&str, Response> {
+    session_header(headers)?.ok_or_else(missing)
 }
