@@ -380,7 +380,7 @@ async fn serve_network(
     http::join_cluster(&server)
         .await
         .map_err(|e| e.to_string())?;
-    let bound = http::HttpServer::serve_built(built, config, addr)
+    let bound = http::HttpServer::bind_built(built, config, addr)
         .await
         .map_err(|e| match e {
             HttpError::Refused(refusal) => refusal.to_string(),

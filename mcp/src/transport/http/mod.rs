@@ -155,7 +155,7 @@ pub fn router(server: Server, config: HttpConfig) -> Result<Router, HttpError> {
     built(server, config).map(|built| built.router)
 }
 
-/// [`router`], with its endpoint for [`HttpServer::serve_built`].
+/// [`router`], with its endpoint for [`HttpServer::bind_built`].
 pub(crate) fn built(server: Server, config: HttpConfig) -> Result<Built, HttpError> {
     let legacy_sse = config.legacy_sse;
     build(
@@ -183,7 +183,7 @@ pub async fn bind(
 ) -> Result<HttpServer, HttpError> {
     let built = built(server.clone(), config.clone()).inspect_err(log_refusal)?;
     join_cluster(&server).await?;
-    HttpServer::serve_built(built, config, addr).await
+    HttpServer::bind_built(built, config, addr).await
 }
 
 /// A replica hears the bus before it accepts its first request.
@@ -284,7 +284,7 @@ impl HttpServer {
 
     /// Binds `addr` for a router this crate built as it is: requests to its endpoint go to
     /// the endpoint directly (see [`Endpoint`]), every other request to the router.
-    pub(crate) async fn serve_built(
+    pub(crate) async fn bind_built(
         built: Built,
         config: HttpConfig,
         addr: SocketAddr,
