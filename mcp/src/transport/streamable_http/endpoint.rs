@@ -19,15 +19,15 @@ use std::task::{Context, Poll};
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::Method;
 use axum::response::Response;
 
+use super::errors::method_not_allowed;
 use super::post::post_handler;
 use super::session_methods::{delete_handler, get_handler};
 use crate::layers::BoxFuture;
-use crate::protocol::codes;
 use crate::transport::http::app::App;
-use crate::transport::http::guard::{Guard, rpc_error};
+use crate::transport::http::guard::Guard;
 
 /// The methods the endpoint answers, as its 405 names them.
 const ALLOWED: &str = "GET, HEAD, POST, DELETE";
@@ -90,21 +90,12 @@ impl Endpoint {
                 Response::from_parts(parts, Body::empty())
             }
             Method::DELETE => delete_handler(app, principal, request.into_parts().0.headers).await,
-            _ => method_not_allowed(),
+            _ => method_not_allowed(
+                "Method Not Allowed: the MCP endpoint answers POST, GET and DELETE",
+                ALLOWED,
+            ),
         }
     }
-}
-
-/// 405 for a method the endpoint does not serve, naming the ones it does.
-fn method_not_allowed() -> Response {
-    let mut r = rpc_error(
-        StatusCode::METHOD_NOT_ALLOWED,
-        codes::INVALID_REQUEST,
-        "Method Not Allowed: the MCP endpoint answers POST, GET and DELETE",
-    );
-    r.headers_mut()
-        .insert(header::ALLOW, HeaderValue::from_static(ALLOWED));
-    r
 }
 
 /// [`Endpoint`] as the route service the router mounts at its path.

@@ -20,27 +20,29 @@ pub(super) fn session_not_found() -> Response {
     )
 }
 
-/// 405 with a JSON-RPC body and `Allow: POST`.
-pub(super) fn method_not_allowed(message: &'static str) -> Response {
+/// 405 with a JSON-RPC body and `Allow: allow`.
+pub(super) fn method_not_allowed(message: &'static str, allow: &'static str) -> Response {
     let mut r = rpc_error(
         StatusCode::METHOD_NOT_ALLOWED,
         codes::INVALID_REQUEST,
         message,
     );
     r.headers_mut()
-        .insert(axum::http::header::ALLOW, HeaderValue::from_static("POST"));
+        .insert(axum::http::header::ALLOW, HeaderValue::from_static(allow));
     r
 }
 
 pub(super) fn no_stream_without_session() -> Response {
     method_not_allowed(
         "Method Not Allowed: GET opens the stream of a handshake-era session and needs Mcp-Session-Id; protocol 2026-07-28 has no GET stream (use subscriptions/listen)",
+        "POST",
     )
 }
 
 pub(super) fn no_session_to_end() -> Response {
     method_not_allowed(
         "Method Not Allowed: DELETE ends a handshake-era session and needs Mcp-Session-Id; protocol 2026-07-28 has no sessions",
+        "POST",
     )
 }
 
