@@ -284,7 +284,7 @@ async fn handle_line(lines: &Lines<'_>, line: &[u8], max: usize, batch: &mut Str
                 // is polled again there, with a real waker), and keeps a slot until it is
                 // answered.
                 // The box is this thread's spare, and goes back to it (see `spare_box`).
-                let mut request = spare_box::boxed(request(Arc::clone(conn), message));
+                let mut request = spare_box::boxed_with(|| request(Arc::clone(conn), message));
                 let first = crate::util::poll_now(request.as_mut());
                 match first {
                     Poll::Ready(reply) => {

@@ -6,7 +6,7 @@
 //! cache, so glibc serves it from an arena under the arena's lock, and frees it the same
 //! way, contending with the other worker threads that free into that arena. Most requests
 //! finish on their first poll: their box goes back to the thread ([`recycle`]) and the
-//! next request's future is written into it ([`boxed`]), whatever the transport or era, as
+//! next request's future is made in it ([`boxed_with`]), whatever the transport or era, as
 //! long as its layout is the same.
 
 use std::alloc::{Layout, dealloc};
@@ -37,28 +37,36 @@ thread_local! {
     static SPARE: Cell<Option<Block>> = const { Cell::new(None) };
 }
 
-/// `value` in a pinned box: this thread's spare allocation when it has the layout `value`
-/// needs, a new one otherwise.
-pub(crate) fn boxed<T>(value: T) -> Pin<Box<T>> {
+/// The value `make` makes, in a pinned box: this thread's spare allocation when it has the
+/// layout `T` needs, a new one otherwise. The box is there before `make` runs, so the value
+/// is made where it stays rather than made on the stack and copied (a request's future is
+/// a few KiB, nearly all of it room for states it has not reached yet).
+#[inline(always)]
+pub(crate) fn boxed_with<T>(make: impl FnOnce() -> T) -> Pin<Box<T>> {
+    let mut slot = empty_box::<T>();
+    slot.write(make());
+    // SAFETY: initialized on the line above.
+    Box::into_pin(unsafe { slot.assume_init() })
+}
+
+/// An empty box for a `T`: this thread's spare allocation when it has `T`'s layout.
+fn empty_box<T>() -> Box<std::mem::MaybeUninit<T>> {
     let layout = Layout::new::<T>();
     if layout.size() != 0
         && let Ok(Some(block)) = SPARE.try_with(Cell::take)
     {
         if block.layout == layout {
-            let ptr = block.ptr.cast::<T>().as_ptr();
+            let ptr = block.ptr.cast::<std::mem::MaybeUninit<T>>().as_ptr();
             std::mem::forget(block);
             // SAFETY: the block is an empty allocation of the global allocator with `T`'s
-            // layout, now owned by nobody else (forgotten above): writing a `T` into it
-            // makes exactly what `Box::new` would have made.
-            return Box::into_pin(unsafe {
-                ptr.write(value);
-                Box::from_raw(ptr)
-            });
+            // layout, now owned by nobody else (forgotten above): what `Box::new_uninit`
+            // would have made.
+            return unsafe { Box::from_raw(ptr) };
         }
         // Another layout: kept for whoever needs it (dropped if the thread is going away).
         let _ = SPARE.try_with(|spare| spare.set(Some(block)));
     }
-    Box::pin(value)
+    Box::new_uninit()
 }
 
 /// Drops the boxed value where it is and keeps its allocation as this thread's spare (the
@@ -91,30 +99,43 @@ mod tests {
 
     #[test]
     fn a_recycled_box_holds_the_next_value_of_the_same_layout() {
-        let first = boxed([1u64; 64]);
+        let first = boxed_with(|| [1u64; 64]);
         let at = &*first as *const [u64; 64] as usize;
         recycle(first);
         // Same layout, another type: the same memory.
-        let second = boxed([2i64; 64]);
+        let second = boxed_with(|| [2i64; 64]);
         assert_eq!(&*second as *const [i64; 64] as usize, at);
         assert!(second.iter().all(|&v| v == 2));
         // Another layout: a box of its own; the spare stays for its layout.
-        let other = boxed([3u8; 100]);
+        let other = boxed_with(|| [3u8; 100]);
         assert_ne!(&*other as *const [u8; 100] as usize, at);
         drop(other);
         recycle(second);
-        let third = boxed([4u64; 64]);
+        let third = boxed_with(|| [4u64; 64]);
         assert_eq!(&*third as *const [u64; 64] as usize, at);
+    }
+
+    #[test]
+    fn a_value_that_fails_to_be_made_takes_nothing_with_it() {
+        recycle(boxed_with(|| [1u64; 64]));
+        // The spare is taken for the value; the panic frees it, and drops nothing that was
+        // never made.
+        let failed = std::panic::catch_unwind(|| {
+            boxed_with(|| -> [u64; 64] { panic!("no value") });
+        });
+        assert!(failed.is_err());
+        let next = boxed_with(|| [7u64; 64]);
+        assert!(next.iter().all(|&v| v == 7));
     }
 
     #[test]
     fn recycling_drops_the_value_once() {
         let count = Rc::new(());
-        let held = boxed((Rc::clone(&count), [0u8; 256]));
+        let held = boxed_with(|| (Rc::clone(&count), [0u8; 256]));
         assert_eq!(Rc::strong_count(&count), 2);
         recycle(held);
         assert_eq!(Rc::strong_count(&count), 1);
-        let again = boxed((Rc::clone(&count), [1u8; 256]));
+        let again = boxed_with(|| (Rc::clone(&count), [1u8; 256]));
         assert_eq!(Rc::strong_count(&count), 2);
         drop(again);
         assert_eq!(Rc::strong_count(&count), 1);
@@ -122,12 +143,12 @@ mod tests {
 
     #[test]
     fn giants_and_empty_types_do_not_displace_the_spare() {
-        let small = boxed([0u8; 64]);
+        let small = boxed_with(|| [0u8; 64]);
         let at = &*small as *const [u8; 64] as usize;
         recycle(small);
-        recycle(boxed([0u8; MAX_KEPT + 1]));
-        recycle(boxed(()));
-        let again = boxed([5u8; 64]);
+        recycle(boxed_with(|| [0u8; MAX_KEPT + 1]));
+        recycle(boxed_with(|| ()));
+        let again = boxed_with(|| [5u8; 64]);
         assert_eq!(&*again as *const [u8; 64] as usize, at);
         assert_eq!(again[63], 5);
     }

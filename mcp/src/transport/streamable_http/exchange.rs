@@ -129,12 +129,13 @@ impl Channel {
 /// most requests finish and answer, and only otherwise moved to a task of its own (so a
 /// client that goes away does not cancel it), which polls it again with a real waker.
 /// A request answered on its first poll costs no task: no spawn, no scheduling, no wake
-/// of the waiting handler. The handle of the task, when there is one.
-pub(super) fn start<F>(exchange: F) -> Option<JoinHandle<()>>
+/// of the waiting handler. `make` makes the exchange in its box (see
+/// [`spare_box::boxed_with`]). The handle of the task, when there is one.
+pub(super) fn start<F>(make: impl FnOnce() -> F) -> Option<JoinHandle<()>>
 where
     F: Future<Output = ()> + Send + 'static,
 {
-    let mut exchange = spare_box::boxed(exchange);
+    let mut exchange = spare_box::boxed_with(make);
     match crate::util::poll_now(exchange.as_mut()) {
         Poll::Ready(()) => {
             spare_box::recycle(exchange);

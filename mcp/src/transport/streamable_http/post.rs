@@ -339,7 +339,7 @@ async fn answer_post(
     let mut log = session.backend.stream_log(session, priming, requests);
     let capacity = app.server.config().outbound_capacity;
     let running = Arc::clone(session);
-    super::exchange::start(async move {
+    super::exchange::start(|| async move {
         let _busy = running.busy();
         let mut channel = super::exchange::Channel::take(capacity);
         // Borrowed: a token's clone and drop each take its lock.

@@ -192,19 +192,21 @@ async fn run(
 ) -> Response {
     let id = request.id.clone();
     let (answer_tx, answer_rx) = oneshot::channel();
-    let task = super::exchange::start(exchange(
-        app.server.clone(),
-        request,
-        RequestExtras {
-            sink: None,
-            principal,
-            era: Some(Era::Stateless),
-            meta: Some(meta),
-            headers: Some(headers),
-        },
-        app.server.config().outbound_capacity,
-        answer_tx,
-    ));
+    let task = super::exchange::start(|| {
+        exchange(
+            app.server.clone(),
+            request,
+            RequestExtras {
+                sink: None,
+                principal,
+                era: Some(Era::Stateless),
+                meta: Some(meta),
+                headers: Some(headers),
+            },
+            app.server.config().outbound_capacity,
+            answer_tx,
+        )
+    });
     let guard = AbortOnDrop(task.map(|t| t.abort_handle()));
     match answer_rx.await {
         Ok(Answer::Json(reply)) => {
