@@ -32,7 +32,9 @@ where
 {
     fn call(&self, ctx: Ctx, args: ToolArgs) -> BoxFuture<CallToolResult> {
         let fut = self(ctx, args);
-        Box::pin(async move { fut.await.into_tool_result() })
+        // The box first, then the future made in it: `Box::pin(async { .. })` made the
+        // wrapper on the stack and copied it, the handler's future with it.
+        crate::util::spare_box::fresh_with(move || async move { fut.await.into_tool_result() })
     }
 }
 

@@ -43,10 +43,15 @@ thread_local! {
 /// a few KiB, nearly all of it room for states it has not reached yet).
 #[inline(always)]
 pub(crate) fn boxed_with<T>(make: impl FnOnce() -> T) -> Pin<Box<T>> {
-    let mut slot = empty_box::<T>();
-    slot.write(make());
-    // SAFETY: initialized on the line above.
-    Box::into_pin(unsafe { slot.assume_init() })
+    Box::into_pin(Box::write(empty_box::<T>(), make()))
+}
+
+/// The value `make` makes, in a new pinned box, made there rather than on the stack and
+/// copied (what [`boxed_with`] does, without the thread's spare: for futures of many
+/// layouts, such as tool handlers').
+#[inline(always)]
+pub(crate) fn fresh_with<T>(make: impl FnOnce() -> T) -> Pin<Box<T>> {
+    Box::into_pin(Box::write(Box::new_uninit(), make()))
 }
 
 /// An empty box for a `T`: this thread's spare allocation when it has `T`'s layout.
