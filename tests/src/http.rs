@@ -320,9 +320,18 @@ impl McpHttp {
 
     /// A GET of the session's stream.
     pub fn get(&self) -> RequestBuilder {
+        self.stream_request(reqwest::Method::GET)
+    }
+
+    /// A HEAD to the endpoint, with the headers [`Self::get`] sends.
+    pub fn head(&self) -> RequestBuilder {
+        self.stream_request(reqwest::Method::HEAD)
+    }
+
+    fn stream_request(&self, method: reqwest::Method) -> RequestBuilder {
         let mut b = self
             .http
-            .get(&self.url)
+            .request(method, &self.url)
             .header("accept", "text/event-stream");
         if let Some(s) = &self.session {
             b = b.header("mcp-session-id", s);

@@ -320,6 +320,37 @@ async fn last_event_ids_that_name_nothing_are_refused() {
 }
 
 #[tokio::test]
+async fn head_answers_as_a_get_would_without_opening_a_stream() {
+    let srv = HttpTestServer::start(fixture().server, test_config()).await;
+    let mut a = srv.client();
+    a.initialize("2025-11-25", json!({})).await;
+    let head = a.head().send().await.unwrap();
+    assert_eq!(head.status(), StatusCode::OK);
+    assert_eq!(head.headers()["content-type"], "text/event-stream");
+    assert_eq!(head.headers()["x-accel-buffering"], "no");
+    assert!(head.headers().contains_key("mcp-session-id"));
+    assert!(head.bytes().await.unwrap().is_empty());
+    // It opened nothing: the session's one GET stream is still there to open, and a HEAD
+    // beside it answers 200 (a GET would be refused as a second stream).
+    let get = a.get().send().await.unwrap();
+    assert_eq!(get.status(), StatusCode::OK);
+    let mut stream = SseReader::new(get);
+    assert!(stream.next().await.unwrap().is_priming());
+    assert_eq!(a.head().send().await.unwrap().status(), StatusCode::OK);
+    assert_eq!(a.get().send().await.unwrap().status(), StatusCode::CONFLICT);
+    // The checks are a GET's: an unknown session is 404, without one 405.
+    let mut stranger = srv.client();
+    stranger.session = Some("no-such-session".into());
+    let r = stranger.head().send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    assert!(r.bytes().await.unwrap().is_empty());
+    assert_eq!(
+        srv.client().head().send().await.unwrap().status(),
+        StatusCode::METHOD_NOT_ALLOWED
+    );
+}
+
+#[tokio::test]
 async fn the_get_stream_carries_unsolicited_messages_to_its_session_only() {
     let fx = fixture();
     let server = fx.server.clone();

@@ -117,7 +117,15 @@ pub(crate) fn sse_response<G: Send + 'static>(
         };
         item.map(|bytes| (Ok::<_, std::convert::Infallible>(bytes), st))
     });
-    let mut response = Response::new(Body::from_stream(stream));
+    let mut response = sse_head(extra_headers);
+    *response.body_mut() = Body::from_stream(stream);
+    response
+}
+
+/// The head of [`sse_response`]'s answer: `200 text/event-stream` with the headers every
+/// stream carries and `extra_headers`, and an empty body (what a HEAD is answered with).
+pub(crate) fn sse_head(extra_headers: Vec<(HeaderName, HeaderValue)>) -> Response {
+    let mut response = Response::new(Body::empty());
     *response.status_mut() = StatusCode::OK;
     let headers = response.headers_mut();
     headers.insert(

@@ -1,5 +1,6 @@
 //! The endpoint as one service: the Host/Origin guard, bearer authentication, then the
-//! request's method (POST, GET, DELETE; HEAD as GET without a body; anything else 405).
+//! request's method (POST, GET, DELETE; HEAD answered with what a GET's answer would
+//! start with, opening no stream; anything else 405).
 //!
 //! Every request to the endpoint is answered by [`Endpoint::answer`], whichever way it
 //! arrives: through the [`axum::Router`] that [`crate::transport::http::router`] returns
@@ -24,7 +25,7 @@ use axum::response::Response;
 
 use super::errors::method_not_allowed;
 use super::post::post_handler;
-use super::session_methods::{delete_handler, get_handler};
+use super::session_methods::{Get, delete_handler, get_handler};
 use crate::layers::BoxFuture;
 use crate::transport::http::app::App;
 use crate::transport::http::guard::Guard;
@@ -82,9 +83,13 @@ impl Endpoint {
         };
         match *request.method() {
             Method::POST => post_handler(app, principal, request).await,
-            Method::GET => get_handler(app, principal, request.into_parts().0.headers).await,
+            Method::GET => {
+                let headers = request.into_parts().0.headers;
+                get_handler(app, principal, headers, Get::Stream).await
+            }
             Method::HEAD => {
-                let (parts, _) = get_handler(app, principal, request.into_parts().0.headers)
+                let headers = request.into_parts().0.headers;
+                let (parts, _) = get_handler(app, principal, headers, Get::HeadOnly)
                     .await
                     .into_parts();
                 Response::from_parts(parts, Body::empty())

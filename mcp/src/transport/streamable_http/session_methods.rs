@@ -13,12 +13,24 @@ use crate::auth::Principal;
 use crate::protocol::codes;
 use crate::transport::http::app::App;
 use crate::transport::http::guard::{accepts, rpc_error};
-use crate::transport::http::sse_body::{Stops, sse_response};
+use crate::transport::http::sse_body::{Stops, sse_head, sse_response};
+
+/// What a GET on the endpoint is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Get {
+    /// The stream itself.
+    Stream,
+    /// Only the answer's head (HEAD): checked as a GET is, and a safe method, so it opens
+    /// no stream (opening one starts the session's standalone event log, and asks Redis
+    /// for its cursor in a cluster).
+    HeadOnly,
+}
 
 pub(super) async fn get_handler(
     app: Arc<App>,
     principal: Option<Arc<Principal>>,
     headers: HeaderMap,
+    purpose: Get,
 ) -> Response {
     let id = match required_session(&headers, no_stream_without_session) {
         Ok(id) => id,
@@ -38,6 +50,16 @@ pub(super) async fn get_handler(
         Ok(s) => s,
         Err(r) => return r,
     };
+    let session_header = || {
+        session
+            .id_header
+            .clone()
+            .map(|v| vec![(SESSION_HEADER, v)])
+            .unwrap_or_default()
+    };
+    if purpose == Get::HeadOnly {
+        return sse_head(session_header());
+    }
     let Some(slot) = session.stream_slot() else {
         let mut r = rpc_error(
             StatusCode::TOO_MANY_REQUESTS,
@@ -72,11 +94,7 @@ pub(super) async fn get_handler(
         app.config.keep_alive,
         stops,
         (session.busy(), slot),
-        session
-            .id_header
-            .clone()
-            .map(|v| vec![(SESSION_HEADER, v)])
-            .unwrap_or_default(),
+        session_header(),
     )
 }
 
