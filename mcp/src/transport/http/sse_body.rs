@@ -91,7 +91,6 @@ pub(crate) fn sse_response<G: Send + 'static>(
     keep_alive: Duration,
     stops: Stops,
     guard: G,
-    extra_headers: Vec<(HeaderName, HeaderValue)>,
 ) -> Response {
     struct State<G> {
         rx: mpsc::Receiver<Bytes>,
@@ -117,14 +116,14 @@ pub(crate) fn sse_response<G: Send + 'static>(
         };
         item.map(|bytes| (Ok::<_, std::convert::Infallible>(bytes), st))
     });
-    let mut response = sse_head(extra_headers);
+    let mut response = sse_head();
     *response.body_mut() = Body::from_stream(stream);
     response
 }
 
 /// The head of [`sse_response`]'s answer: `200 text/event-stream` with the headers every
-/// stream carries and `extra_headers`, and an empty body (what a HEAD is answered with).
-pub(crate) fn sse_head(extra_headers: Vec<(HeaderName, HeaderValue)>) -> Response {
+/// stream carries, and an empty body (what a HEAD is answered with).
+pub(crate) fn sse_head() -> Response {
     let mut response = Response::new(Body::empty());
     *response.status_mut() = StatusCode::OK;
     let headers = response.headers_mut();
@@ -140,9 +139,6 @@ pub(crate) fn sse_head(extra_headers: Vec<(HeaderName, HeaderValue)>) -> Respons
         HeaderName::from_static("x-accel-buffering"),
         HeaderValue::from_static("no"),
     );
-    for (name, value) in extra_headers {
-        headers.insert(name, value);
-    }
     response
 }
 

@@ -140,7 +140,6 @@ async fn open_stream(
             table: Arc::clone(table),
             id,
         },
-        Vec::new(),
     )
 }
 

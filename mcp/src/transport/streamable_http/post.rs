@@ -386,7 +386,6 @@ async fn answer_post(
                 shutdown: None,
             },
             (session.busy(), session.stream_slot_for_request()),
-            Vec::new(),
         ),
         Err(_) => session_not_found(),
     }

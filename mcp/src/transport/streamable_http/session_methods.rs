@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 
 use super::errors::{no_session_to_end, no_stream_without_session, with_session};
-use super::request::{LAST_EVENT_ID, SESSION_HEADER, lookup, session_header, version_header};
+use super::request::{LAST_EVENT_ID, lookup, session_header, version_header};
 use crate::auth::Principal;
 use crate::protocol::codes;
 use crate::transport::http::app::App;
@@ -50,15 +50,8 @@ pub(super) async fn get_handler(
         Ok(s) => s,
         Err(r) => return r,
     };
-    let session_header = || {
-        session
-            .id_header
-            .clone()
-            .map(|v| vec![(SESSION_HEADER, v)])
-            .unwrap_or_default()
-    };
     if purpose == Get::HeadOnly {
-        return sse_head(session_header());
+        return with_session(sse_head(), &session);
     }
     let Some(slot) = session.stream_slot() else {
         let mut r = rpc_error(
@@ -89,13 +82,8 @@ pub(super) async fn get_handler(
         // request stream ends with its response.
         shutdown: standalone.then(|| app.config.shutdown.clone()),
     };
-    sse_response(
-        rx,
-        app.config.keep_alive,
-        stops,
-        (session.busy(), slot),
-        session_header(),
-    )
+    let stream = sse_response(rx, app.config.keep_alive, stops, (session.busy(), slot));
+    with_session(stream, &session)
 }
 
 pub(super) async fn delete_handler(

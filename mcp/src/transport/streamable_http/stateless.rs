@@ -213,13 +213,9 @@ async fn run(
             json_response(status_for(reply.error_code()), reply.into_frame())
         }
         Ok(Answer::Nothing) => accepted(),
-        Ok(Answer::Stream(live_rx)) => sse_response(
-            live_rx,
-            app.config.keep_alive,
-            Stops::default(),
-            guard,
-            Vec::new(),
-        ),
+        Ok(Answer::Stream(live_rx)) => {
+            sse_response(live_rx, app.config.keep_alive, Stops::default(), guard)
+        }
         Err(_) => {
             tracing::error!(target: "mcp::http", "a stateless request ended without an answer");
             json_response(
