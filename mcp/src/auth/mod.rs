@@ -46,6 +46,7 @@ pub use builtins::{allow_all, allowlist, ask_before_sensitive, deny_all, policy,
 
 use crate::conn::Outbound;
 pub use crate::conn::{AuthContext, Principal};
+use crate::context::Caller;
 use crate::context::ElicitationCompletion;
 use crate::protocol::{CallToolResult, ErrorObject, codes};
 use crate::registry::{ArgsSchema, ArgumentError, Decoded, ToolDef, json_text};
@@ -288,8 +289,9 @@ pub struct AuthRequest<'a> {
     /// asking (a typed tool, arguments that fit).
     decoded: Option<Decoded>,
     context: &'a AuthContext,
-    /// The handshake-era channel to the client, for a URL step's completion notice.
-    channel: Option<&'a Outbound>,
+    /// The handshake-era caller, whose channel to the client carries a URL step's
+    /// completion notice.
+    channel: Option<&'a Caller>,
     /// Whether the tool is sensitive, when the caller knew it already (a listing reads it
     /// from the registry's dense facts rather than from each tool's definition).
     sensitive: Option<bool>,
@@ -336,7 +338,7 @@ impl<'a> AuthRequest<'a> {
 
     /// Carries the handshake-era channel to the client (for
     /// [`elicitation_completion`](Self::elicitation_completion)).
-    pub(crate) fn with_channel(mut self, channel: Option<&'a Outbound>) -> Self {
+    pub(crate) fn with_channel(mut self, channel: Option<&'a Caller>) -> Self {
         self.channel = channel;
         self
     }
@@ -348,7 +350,8 @@ impl<'a> AuthRequest<'a> {
     /// [`send`](ElicitationCompletion::send) when it finishes.
     pub fn elicitation_completion(&self, elicitation_id: &str) -> Option<ElicitationCompletion> {
         self.channel
-            .map(|sink| ElicitationCompletion::new(sink.clone(), elicitation_id))
+            .and_then(Caller::sink)
+            .map(|sink| ElicitationCompletion::new(sink, elicitation_id))
     }
 
     /// Carries the arguments the server decoded into the tool's own type.
@@ -468,7 +471,7 @@ impl<'a> AuthRequest<'a> {
             sensitive: self.is_sensitive(),
             arguments: self.arguments().clone(),
             context: self.context.clone(),
-            channel: self.channel.cloned(),
+            channel: self.channel.and_then(Caller::sink),
             decoded: self.decoded.clone(),
             schema: self.tool.map(|t| t.args_schema().clone()),
         }

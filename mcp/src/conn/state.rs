@@ -18,7 +18,6 @@ use crate::protocol::{
 /// What the client negotiated on this connection (handshake era).
 #[derive(Clone, Debug)]
 pub(crate) struct Negotiated {
-    pub(crate) version: Option<ProtocolVersion>,
     pub(crate) capabilities: Option<Arc<ClientCapabilities>>,
     pub(crate) client_info: Option<Implementation>,
     pub(crate) log_level: LoggingLevel,
@@ -28,7 +27,6 @@ pub(crate) struct Negotiated {
 impl Default for Negotiated {
     fn default() -> Self {
         Negotiated {
-            version: None,
             capabilities: None,
             client_info: None,
             log_level: LoggingLevel::Info,
@@ -78,6 +76,9 @@ pub(crate) struct ConnState {
     pub(crate) seq: u64,
     pub(crate) subscriber: Attached,
     pub(crate) session: RwLock<Negotiated>,
+    /// The revision `initialize` settled, beside `session` so that every request reads it
+    /// without the lock.
+    pub(crate) version: crate::protocol::NegotiatedVersion,
     pub(crate) subscriptions: Mutex<HashSet<String>>,
     pub(crate) in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
     /// The `traceparent` of each traced request still running (the `otel` feature): a
@@ -135,7 +136,7 @@ impl Drop for ConnState {
     fn drop(&mut self) {
         let hook = self.on_end.get_mut().take();
         if let Some(hook) = hook
-            && self.session.get_mut().version.is_some()
+            && self.version.get().is_some()
         {
             hook(&SessionEnd {
                 conn_id: &self.id,
@@ -169,6 +170,7 @@ impl ConnState {
             seq,
             subscriber: Attached::default(),
             session: RwLock::new(Negotiated::default()),
+            version: Default::default(),
             subscriptions: Mutex::new(HashSet::new()),
             in_flight: Mutex::new(HashMap::new()),
             #[cfg(feature = "otel")]
@@ -223,7 +225,7 @@ impl ConnState {
     }
 
     pub(crate) fn version(&self) -> Option<ProtocolVersion> {
-        self.session.read().version
+        self.version.get()
     }
 
     /// What the connection holds right now.

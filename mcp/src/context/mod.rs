@@ -65,7 +65,11 @@ pub(crate) const NO_CHANNEL: &str = "the connection has no open channel to put a
 #[derive(Clone)]
 pub(crate) struct Caller {
     pub(crate) conn: Arc<ConnState>,
-    pub(crate) sink: Option<Outbound>,
+    /// This request's own channel to the client (an HTTP request's stream, a task's), if
+    /// it has one; without one, its messages go to the connection's live transport, looked
+    /// up when one is sent ([`Caller::sink`]). Cloning the transport's queue for every
+    /// request, most of which send nothing, cost a lock and four atomic operations.
+    pub(crate) own_sink: Option<Outbound>,
     pub(crate) cancel: RequestCancel,
     pub(crate) auth: AuthContext,
     pub(crate) version: ProtocolVersion,
@@ -77,6 +81,21 @@ pub(crate) struct Caller {
 }
 
 impl Caller {
+    /// Where this request's messages go now: its own channel, else the connection's live
+    /// transport, if one is attached.
+    pub(crate) fn sink(&self) -> Option<Outbound> {
+        self.own_sink.clone().or_else(|| self.conn.outbound())
+    }
+
+    /// Runs `send` with where this request's messages go, without cloning it; `None` when
+    /// they go nowhere. For a message queued without waiting (`try_send`).
+    pub(crate) fn with_sink<R>(&self, send: impl FnOnce(&Outbound) -> R) -> Option<R> {
+        match &self.own_sink {
+            Some(sink) => Some(send(sink)),
+            None => self.conn.subscriber.read().as_ref().map(|s| send(&s.out)),
+        }
+    }
+
     /// The request's cancellation token (made now if nothing asked for it before).
     pub(crate) fn cancel_token(&self) -> &CancellationToken {
         self.cancel.token(&self.conn)
@@ -138,7 +157,8 @@ impl Caller {
             None if self.version < ProtocolVersion::V2025_06_18 => {
                 Some("the session's protocol revision predates elicitation")
             }
-            None if self.sink.is_none() || !self.conn.has_subscriber() => Some(NO_CHANNEL),
+            // Its own channel or not, a question is answered through the connection.
+            None if !self.conn.has_subscriber() => Some(NO_CHANNEL),
             None => None,
         }
     }
@@ -566,15 +586,13 @@ impl Ctx {
         if !self.inner.caller.wants_log(level) || self.silenced() {
             return;
         }
-        let Some(sink) = &self.inner.caller.sink else {
-            return;
-        };
         let params = LoggingMessageParams {
             level,
             logger: Some(self.inner.host.name().to_owned()),
             data: data.into(),
         };
-        sink.try_send(encode_notification(methods::LOG_MESSAGE, Some(&params)));
+        let frame = encode_notification(methods::LOG_MESSAGE, Some(&params));
+        self.inner.caller.with_sink(|sink| sink.try_send(frame));
     }
 
     /// Logs at `debug`.
@@ -605,8 +623,7 @@ impl Ctx {
     /// Reports progress. Does nothing when the client sent no progress token, and drops a
     /// value that does not increase (the protocol requires strictly increasing progress).
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        let (Some(token), Some(sink)) = (&self.inner.progress_token, &self.inner.caller.sink)
-        else {
+        let Some(token) = &self.inner.progress_token else {
             return;
         };
         if self.silenced() {
@@ -625,7 +642,8 @@ impl Ctx {
             total,
             message: message.map(str::to_owned),
         };
-        sink.try_send(encode_notification(methods::PROGRESS, Some(&params)));
+        let frame = encode_notification(methods::PROGRESS, Some(&params));
+        self.inner.caller.with_sink(|sink| sink.try_send(frame));
     }
 
     /// Whether the client can be asked to fill in a form.
@@ -723,7 +741,7 @@ impl Ctx {
         if self.inner.caller.stateless.is_some() {
             return None;
         }
-        let sink = self.inner.caller.sink.clone()?;
+        let sink = self.inner.caller.sink()?;
         Some(ElicitationCompletion::new(sink, elicitation_id))
     }
 
@@ -834,12 +852,11 @@ impl Ctx {
         let sink = self
             .inner
             .caller
-            .sink
-            .as_ref()
+            .sink()
             .ok_or(ClientRequestError::NotSupported)?;
         let timeout = self.inner.host.elicitation_timeout();
         let raw = tokio::select! {
-            r = request_client(&self.inner.caller.conn, sink, kind, method, &params, timeout) => r?,
+            r = request_client(&self.inner.caller.conn, &sink, kind, method, &params, timeout) => r?,
             _ = self.inner.caller.cancel_token().cancelled() => return Err(ClientRequestError::Disconnected),
         };
         serde_json::from_str(raw.get()).map_err(|e| ClientRequestError::Malformed(e.to_string()))

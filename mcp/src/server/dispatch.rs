@@ -50,7 +50,7 @@ impl Scope {
         Scope {
             caller: Arc::new(Caller {
                 conn: Arc::clone(conn),
-                sink: extras.sink,
+                own_sink: extras.sink,
                 cancel,
                 auth: AuthContext::new(conn.id.clone(), conn.transport, extras.principal)
                     .with_states(Arc::clone(states)),

@@ -26,10 +26,11 @@ impl Server {
             .unwrap_or(ProtocolVersion::LATEST_HANDSHAKE);
         {
             let mut session = scope.caller.conn.session.write();
-            session.version = Some(version);
             session.capabilities = Some(Arc::new(p.capabilities));
             session.client_info = p.client_info;
         }
+        // After the capabilities: whoever sees the version sees them too.
+        scope.caller.conn.version.set(version);
         let mut capabilities = self.capabilities().clone();
         if !version.has_completions_capability() {
             capabilities.completions = None;

@@ -328,7 +328,7 @@ impl Server {
     fn list_changed_here(&self, kind: ListKind) {
         self.tell_layers(&crate::layers::Change::List(kind));
         let frame = encode_notification::<()>(kind.changed_method(), None);
-        self.broadcast(&frame, |c| c.session.read().version.is_some());
+        self.broadcast(&frame, |c| c.version().is_some());
         self.notify_listeners_list_changed(kind);
     }
 
@@ -510,25 +510,13 @@ impl Connection {
     /// completion here (a parked elicitation keeps this future pending), so a transport
     /// runs each request on its own task.
     pub async fn handle(&self, message: Message) -> Option<Reply> {
-        let sink = self.state.outbound();
         self.server
-            .dispatch(
-                &self.state,
-                message,
-                RequestExtras {
-                    sink,
-                    ..Default::default()
-                },
-            )
+            .dispatch(&self.state, message, RequestExtras::default())
             .await
     }
 
     /// Like [`Connection::handle`], with a request-specific sink and principal.
     pub async fn handle_with(&self, message: Message, extras: RequestExtras) -> Option<Reply> {
-        let extras = RequestExtras {
-            sink: extras.sink.or_else(|| self.state.outbound()),
-            ..extras
-        };
         self.server.dispatch(&self.state, message, extras).await
     }
 

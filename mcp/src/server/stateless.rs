@@ -443,7 +443,7 @@ impl Server {
         params: Option<&str>,
     ) -> Result<Reply, ErrorObject> {
         let p: ListenParams = parse_params(methods::SUBSCRIPTIONS_LISTEN, params, true)?;
-        let Some(sink) = scope.caller.sink.clone() else {
+        let Some(sink) = scope.caller.sink() else {
             return Err(ErrorObject::internal(
                 "subscriptions/listen needs a transport that can stream notifications",
             ));

@@ -231,7 +231,7 @@ impl Server {
                     .admit(record, &stop, &scope.caller.conn)
                     .await
                     .map_err(TaskStarted::Refused)?;
-                caller.sink = Some(self.task_channel(&live, &scope.caller));
+                caller.own_sink = Some(self.task_channel(&live, &scope.caller));
                 let ctx = Ctx::new(
                     self.host(),
                     Arc::new(caller),
@@ -441,7 +441,7 @@ impl Server {
         let (sink, mut rx) = Outbound::channel(self.config().outbound_capacity);
         let live = Arc::clone(live);
         let conn = Arc::clone(&caller.conn);
-        let fallback = caller.sink.clone();
+        let fallback = caller.sink();
         tokio::spawn(async move {
             while let Some(frame) = rx.recv().await {
                 let frame = tag_related_task(&frame, live.id());
@@ -846,7 +846,7 @@ impl Server {
         let p: TaskIdParams = parse_params(methods::TASKS_RESULT, params, true)?;
         let (mut record, live) = self.owned_task(scope, &p.task_id).await?;
         if let Some(live) = &live {
-            live.set_side_channel(scope.caller.sink.clone());
+            live.set_side_channel(scope.caller.sink());
             let mut watch = live.watch();
             loop {
                 if watch.borrow_and_update().is_terminal() {

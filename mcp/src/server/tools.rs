@@ -263,7 +263,7 @@ impl Server {
         )
         .with_decoded(decoded)
         .with_channel(match scope.caller.stateless {
-            None => scope.caller.sink.as_ref(),
+            None => Some(&*scope.caller),
             Some(_) => None,
         });
         // On 2026-07-28 every round of this call is bound to this tool, these arguments
@@ -341,11 +341,11 @@ impl Server {
                 },
                 _ => {
                     let why = scope.caller.cannot_elicit();
-                    let outcome = match (&scope.caller.sink, why) {
+                    let outcome = match (scope.caller.sink(), why) {
                         (Some(sink), None) => {
                             ask_approval(
                                 &scope.caller.conn,
-                                sink,
+                                &sink,
                                 &p.name,
                                 prompt,
                                 self.config().elicitation_timeout,

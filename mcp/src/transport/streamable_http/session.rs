@@ -153,7 +153,7 @@ pub(crate) struct Session {
     pub(crate) id_header: Option<axum::http::HeaderValue>,
     pub(crate) conn: Connection,
     owner: Option<(String, Option<String>)>,
-    version: RwLock<Option<ProtocolVersion>>,
+    version: crate::protocol::NegotiatedVersion,
     last_seen: Mutex<Instant>,
     /// In a cluster: when this replica last read the session's shared record, and the
     /// generation of what its bus had heard then (see `backend::cluster`). `None` until
@@ -242,7 +242,7 @@ impl Session {
     }
 
     pub(crate) fn version(&self) -> Option<ProtocolVersion> {
-        *self.version.read()
+        self.version.get()
     }
 
     /// The owner, as a shared record stores it.
@@ -302,7 +302,7 @@ impl Session {
     }
 
     pub(crate) fn set_version(&self, v: ProtocolVersion) {
-        *self.version.write() = Some(v);
+        self.version.set(v);
     }
 
     /// Whether streams of this session start with a priming event (2025-11-25 on: older
@@ -613,7 +613,7 @@ impl SessionTable {
             id: Arc::clone(&id),
             conn,
             owner,
-            version: RwLock::new(None),
+            version: Default::default(),
             last_seen: Mutex::new(Instant::now()),
             read: Mutex::new(None),
             busy: AtomicUsize::new(0),

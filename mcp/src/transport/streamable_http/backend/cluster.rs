@@ -423,7 +423,7 @@ pub(crate) async fn save_new(shared: &Shared, session: &Session) -> Result<(), S
     };
     {
         let s = state.session.read();
-        record.version = s.version.map(|v| v.as_str().to_owned());
+        record.version = state.version().map(|v| v.as_str().to_owned());
         record.capabilities = s
             .capabilities
             .as_ref()
@@ -452,9 +452,6 @@ pub(crate) fn apply_to_conn(
     let state = conn.state();
     {
         let mut s = state.session.write();
-        if version.is_some() {
-            s.version = version;
-        }
         // Capabilities and client info never change after initialize.
         if s.capabilities.is_none()
             && let Some(c) = &record.capabilities
@@ -472,6 +469,10 @@ pub(crate) fn apply_to_conn(
             s.log_level = level;
         }
         s.initialized |= record.initialized;
+    }
+    // After the capabilities: whoever sees the version sees them too.
+    if let Some(v) = version {
+        state.version.set(v);
     }
     *state.subscriptions.lock() = record.subscriptions.iter().cloned().collect();
 }
