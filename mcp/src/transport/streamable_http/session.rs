@@ -7,7 +7,7 @@
 //! the stream it belongs to, and a resumption replays that stream's events and no other's.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -145,6 +145,37 @@ pub(crate) enum Resume {
 /// Why the standalone stream could not be opened.
 pub(crate) struct AlreadyOpen;
 
+/// When a session was last used, written twice per request (when it is found, and when its
+/// request ends) without a lock: a store and a load, where a mutex took two atomic
+/// read-modify-writes each time.
+struct LastSeen {
+    /// The session's creation: what `nanos` counts from.
+    since: Instant,
+    /// Nanoseconds from `since` to the last use (`u64` spans 584 years). Two uses at
+    /// once may store out of order: the idle time is then off by the time between them.
+    nanos: AtomicU64,
+}
+
+impl LastSeen {
+    fn now() -> Self {
+        LastSeen {
+            since: Instant::now(),
+            nanos: AtomicU64::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        let nanos = u64::try_from(self.since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.nanos.store(nanos, Ordering::Relaxed);
+    }
+
+    /// How long since the last use.
+    fn idle(&self) -> Duration {
+        let last = self.since + Duration::from_nanos(self.nanos.load(Ordering::Relaxed));
+        Instant::now().saturating_duration_since(last)
+    }
+}
+
 /// One Streamable HTTP session.
 pub(crate) struct Session {
     pub(crate) id: Arc<str>,
@@ -154,7 +185,7 @@ pub(crate) struct Session {
     pub(crate) conn: Connection,
     owner: Option<(String, Option<String>)>,
     version: crate::protocol::NegotiatedVersion,
-    last_seen: Mutex<Instant>,
+    last_seen: LastSeen,
     /// In a cluster: when this replica last read the session's shared record, and the
     /// generation of what its bus had heard then (see `backend::cluster`). `None` until
     /// it is read, or for a session that lives here only.
@@ -224,11 +255,11 @@ impl Session {
     }
 
     pub(crate) fn touch(&self) {
-        *self.last_seen.lock() = Instant::now();
+        self.last_seen.touch();
     }
 
     fn expired(&self, idle: Duration) -> bool {
-        self.busy.load(Ordering::Acquire) == 0 && self.last_seen.lock().elapsed() > idle
+        self.busy.load(Ordering::Acquire) == 0 && self.last_seen.idle() > idle
     }
 
     /// Whether `principal` may use this session: the one that created it (same subject and
@@ -614,7 +645,7 @@ impl SessionTable {
             conn,
             owner,
             version: Default::default(),
-            last_seen: Mutex::new(Instant::now()),
+            last_seen: LastSeen::now(),
             read: Mutex::new(None),
             busy: AtomicUsize::new(0),
             closed: crate::util::Flagged::new(),
@@ -738,5 +769,20 @@ mod tests {
         for junk in ["", "3", "a-1", "1-b", "-1", "1--1"] {
             assert_eq!(EventId::parse(junk), None, "{junk}");
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_time_counts_from_the_last_use() {
+        let seen = LastSeen::now();
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(seen.idle(), Duration::from_secs(5));
+        seen.touch();
+        assert_eq!(seen.idle(), Duration::ZERO);
+        tokio::time::advance(Duration::from_millis(1500)).await;
+        assert_eq!(seen.idle(), Duration::from_millis(1500));
+        tokio::time::advance(Duration::from_secs(3600)).await;
+        seen.touch();
+        tokio::time::advance(Duration::from_nanos(7)).await;
+        assert_eq!(seen.idle(), Duration::from_nanos(7));
     }
 }
