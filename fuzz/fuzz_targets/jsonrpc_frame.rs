@@ -6,7 +6,8 @@
 //! other two as a lent frame whose params are copied (`decode`, stdio's path).
 //! A request still running after a while is abandoned the way a vanished HTTP client
 //! abandons it. Replies must be valid JSON-RPC to ids the client sent, and nothing may be
-//! left behind once the connection is dropped.
+//! left behind once the connection is dropped. The envelope's one-pass walk must read the
+//! frame as the derived readers do, where it reads it at all.
 
 #![no_main]
 
@@ -22,6 +23,12 @@ use mcp_fuzz::{check_output, check_released, ids_in, runtime, server};
 use serde_json::json;
 
 fuzz_target!(|data: &[u8]| {
+    // The envelope's one-pass walk reads what the derived readers read, or leaves it to them.
+    if let Ok(text) = std::str::from_utf8(data)
+        && let Err(disagreement) = mcp::fuzzing::envelope_walk_agrees(text)
+    {
+        panic!("{disagreement}");
+    }
     let server = server().clone();
     let mut ids = HashSet::new();
     ids_in(data, &mut ids);

@@ -124,6 +124,12 @@ pub fn redis_value<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Re
     crate::cluster::redis::parse_json(text, what).map_err(|e| e.to_string())
 }
 
+/// Whether the envelope's one-pass walk reads `frame` as the derived reader does (and the
+/// params' head as their own reader does), where it reads it at all: `Err` says how not.
+pub fn envelope_walk_agrees(frame: &str) -> Result<(), String> {
+    crate::protocol::jsonrpc::walk_agrees(frame)
+}
+
 /// The audit digest of a call's arguments sent as `text`, both ways the server can take
 /// it: over the text itself when it is already canonical (`None` when it is not), and
 /// over the value parsed from it (the text's value, or `null` if it is not JSON).

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use mcp::fuzzing::{SealedStates, argument_digests};
+use mcp::fuzzing::{SealedStates, argument_digests, envelope_walk_agrees};
 use mcp::protocol::jsonrpc::{
     DecodeError, ErrorObject, Incoming, Message, RequestId, decode, decode_owned, encode_error,
     encode_notification, encode_request, encode_result,
@@ -293,6 +293,81 @@ fn frame() -> impl Strategy<Value = Vec<u8>> {
         })
 }
 
+/// An object written member by member, so keys may repeat and whitespace varies: `members`
+/// as `(key, JSON text)`, a key written as it comes unless it is already quoted.
+fn object_text(members: Vec<(String, String)>, space: &str) -> String {
+    let members: Vec<String> = members
+        .into_iter()
+        .map(|(key, value)| {
+            let key = if key.starts_with('"') {
+                key
+            } else {
+                Value::from(key).to_string()
+            };
+            format!("{space}{key}{space}:{space}{value}{space}")
+        })
+        .collect();
+    format!("{{{}}}", members.join(","))
+}
+
+/// Frames whose params carry what the envelope's one-pass walk reads as their head (the
+/// members the server reads, `_meta`'s reserved ones among them), any of them twice, and
+/// keys written with escapes.
+fn walked_frame() -> impl Strategy<Value = String> {
+    let value = any_json().prop_map(|v| v.to_string()).boxed();
+    let meta_key = prop_oneof![
+        Just("io.modelcontextprotocol/protocolVersion".to_owned()),
+        Just("io.modelcontextprotocol/clientCapabilities".to_owned()),
+        Just("io.modelcontextprotocol/logLevel".to_owned()),
+        Just("progressToken".to_owned()),
+        Just("traceparent".to_owned()),
+        "[a-z]{1,3}",
+    ];
+    let space = prop_oneof![Just(""), Just(" "), Just("\n\t")].boxed();
+    let meta = (
+        prop::collection::vec((meta_key, value.clone()), 0..4),
+        space.clone(),
+    )
+        .prop_map(|(members, space)| object_text(members, space));
+    let params_key = prop_oneof![
+        Just("name".to_owned()),
+        Just("uri".to_owned()),
+        Just("arguments".to_owned()),
+        Just("taskId".to_owned()),
+        Just("requestState".to_owned()),
+        "[a-z]{1,3}",
+    ];
+    let member = prop_oneof![
+        4 => (params_key, value.clone()),
+        1 => meta.prop_map(|m| ("_meta".to_owned(), m)),
+    ];
+    let params = prop_oneof![
+        4 => (prop::collection::vec(member, 0..5), space.clone())
+            .prop_map(|(members, space)| object_text(members, space)),
+        1 => value.clone(),
+    ];
+    let envelope_key = prop_oneof![
+        Just("jsonrpc".to_owned()),
+        Just("id".to_owned()),
+        Just("method".to_owned()),
+        Just("result".to_owned()),
+        Just("error".to_owned()),
+        // An escaped key: the walk leaves the frame to the derived reader.
+        Just(r#""jsonr\u0070c""#.to_owned()),
+        "[a-z]{1,3}",
+    ];
+    (
+        prop::collection::vec((envelope_key, value), 0..4),
+        params,
+        any::<prop::sample::Index>(),
+        space,
+    )
+        .prop_map(|(mut members, params, at, space)| {
+            members.insert(at.index(members.len() + 1), ("params".to_owned(), params));
+            object_text(members, space)
+        })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         // PROPTEST_CASES=100000 for a longer campaign outside CI.
@@ -309,6 +384,16 @@ proptest! {
         let expected = reference(&frame);
         prop_assume!(expected.is_some());
         prop_assert_eq!(Some(ours(&frame)), expected, "frame: {}", String::from_utf8_lossy(&frame));
+    }
+
+    /// The envelope's one-pass walk reads a frame as the derived reader does, and the
+    /// params' head as their own reader does, or leaves the frame to them.
+    #[test]
+    fn the_one_pass_walk_reads_as_the_readers(frame in walked_frame(), other in frame()) {
+        prop_assert_eq!(envelope_walk_agrees(&frame), Ok(()));
+        if let Ok(text) = std::str::from_utf8(&other) {
+            prop_assert_eq!(envelope_walk_agrees(text), Ok(()));
+        }
     }
 
     /// A body the transport hands over (its params then share it) reads exactly as the

@@ -8,7 +8,6 @@
 //! re-parses `_meta`.
 
 use std::borrow::Cow;
-use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
@@ -16,7 +15,7 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use super::methods::{self, Method};
-use super::stateless::{Required, Reserved};
+use super::stateless::{RawText, Required, Reserved};
 use super::{
     ClientCapabilities, Era, ErrorObject, Implementation, LoggingLevel, Message, Meta, Params,
     ProtocolVersion, codes, meta_keys,
@@ -197,7 +196,7 @@ impl TraceContext {
     /// The trace context among `_meta`'s members (ignored unless `traceparent` is a string).
     fn from_reserved(meta: &Reserved<'_>) -> Option<TraceContext> {
         let text =
-            |v: Option<&RawValue>| v.and_then(|v| serde_json::from_str::<String>(v.get()).ok());
+            |v: Option<RawText<'_>>| v.and_then(|v| serde_json::from_str::<String>(v.0).ok());
         Some(TraceContext {
             traceparent: text(meta.traceparent)?,
             tracestate: text(meta.tracestate),
@@ -226,39 +225,7 @@ pub struct StatelessMeta {
     client_info: OnceLock<Option<Implementation>>,
     /// Where the head's members lie in the params, so the dispatcher does not read them
     /// again; `None` when they could not be placed (never for a head read from them).
-    spans: Option<Spans>,
-}
-
-/// Where the members of a `tools/call` that [`ParamsHead`] found lie in the params' text
-/// (`None`: not there).
-#[derive(Clone, Debug, Default)]
-struct Spans {
-    name: Option<Range<usize>>,
-    arguments: Option<Range<usize>>,
-    progress_token: Option<Range<usize>>,
-    /// The params answer the server's questions (`inputResponses` or `requestState`).
-    answers: bool,
-}
-
-impl Spans {
-    /// The spans of `head`'s members in `text`, which it was read from (`None` when one
-    /// does not lie in it).
-    fn of(head: &ParamsHead<'_>, text: &str) -> Option<Spans> {
-        let progress_token = head.meta.as_ref().and_then(|m| m.reserved.progress_token);
-        Some(Spans {
-            name: span(head.name, text).ok()?,
-            arguments: span(head.arguments, text).ok()?,
-            progress_token: span(progress_token, text).ok()?,
-            answers: head.input_responses.is_some() || head.request_state.is_some(),
-        })
-    }
-}
-
-/// Where `member` lies in `text`: `Err` when it is not a slice of it.
-fn span(member: Option<&RawValue>, text: &str) -> Result<Option<Range<usize>>, ()> {
-    member
-        .map(|member| super::params::range_in(text, member.get()).ok_or(()))
-        .transpose()
+    spans: Option<HeadSpans>,
 }
 
 /// The members of a `tools/call`'s params as the edge found them, each as its JSON text
@@ -276,28 +243,137 @@ pub(crate) struct CallMembers<'a> {
 /// The members of a 2026-07-28 request's params that the edge reads, found in one pass
 /// over them: `_meta`'s reserved members among them, so `_meta` is not scanned twice.
 #[derive(Deserialize, Default)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 pub struct ParamsHead<'a> {
     /// `_meta`'s members that the server reads.
-    #[serde(rename = "_meta", default, borrow)]
+    #[serde(rename = "_meta")]
     pub meta: Option<MetaMembers<'a>>,
     /// `name` (`tools/call`, `prompts/get`), as sent ([`ParamsHead::text`] reads it).
-    #[serde(default, borrow)]
-    pub name: Option<&'a RawValue>,
+    #[serde(deserialize_with = "raw_text")]
+    pub name: Option<&'a str>,
     /// `uri` (`resources/read`), as sent.
-    #[serde(default, borrow)]
-    pub uri: Option<&'a RawValue>,
+    #[serde(deserialize_with = "raw_text")]
+    pub uri: Option<&'a str>,
     /// `taskId` (`tasks/get`, `tasks/update`, `tasks/cancel`), as sent.
-    #[serde(default, rename = "taskId", borrow)]
-    pub task_id: Option<&'a RawValue>,
+    #[serde(rename = "taskId", deserialize_with = "raw_text")]
+    pub task_id: Option<&'a str>,
     /// `arguments` (`tools/call`), as sent.
-    #[serde(default, borrow)]
-    pub arguments: Option<&'a RawValue>,
+    #[serde(deserialize_with = "raw_text")]
+    pub arguments: Option<&'a str>,
     /// `inputResponses` (a `tools/call` answering a question), as sent.
-    #[serde(default, rename = "inputResponses", borrow)]
-    pub input_responses: Option<&'a RawValue>,
+    #[serde(rename = "inputResponses", deserialize_with = "raw_text")]
+    pub input_responses: Option<&'a str>,
     /// `requestState` (a `tools/call` answering a question), as sent.
-    #[serde(default, rename = "requestState", borrow)]
-    pub request_state: Option<&'a RawValue>,
+    #[serde(rename = "requestState", deserialize_with = "raw_text")]
+    pub request_state: Option<&'a str>,
+}
+
+/// Where the members of a [`ParamsHead`] lie in the text it was read from: what a request's
+/// [`Params`] keep of the head the envelope's reader read with them, so that neither the
+/// edge nor the dispatcher reads the params again to find their members.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct HeadSpans {
+    /// `name`, `uri`, `taskId`, `arguments`, `inputResponses`, `requestState`: each one's
+    /// start and end, `(0, 0)` when it is absent (a member's JSON text is never empty).
+    members: [(u32, u32); 6],
+    /// `_meta`'s reserved members the same way, in
+    /// [`Reserved`](crate::protocol::stateless::Reserved)'s order, when `_meta` is there.
+    reserved: Option<[(u32, u32); 7]>,
+}
+
+impl HeadSpans {
+    /// Where `head`'s members lie in `text`, which it was read from (`None` when one does
+    /// not lie in it).
+    pub(crate) fn of(head: &ParamsHead<'_>, text: &str) -> Option<HeadSpans> {
+        u32::try_from(text.len()).ok()?;
+        let reserved = match &head.meta {
+            Some(meta) => Some(spans_of(meta.reserved.members(), text)?),
+            None => None,
+        };
+        Some(HeadSpans {
+            members: spans_of(head.members(), text)?,
+            reserved,
+        })
+    }
+
+    /// What a `tools/call` needs of the head these spans place in `text`, without placing
+    /// the rest: `None` when the params answer the server's questions (a rare round, whose
+    /// answers are parsed where they are used).
+    pub(crate) fn call_members<'a>(&self, text: &'a str) -> Option<CallMembers<'a>> {
+        let [name, _, _, arguments, input_responses, request_state] = self.members;
+        if input_responses != (0, 0) || request_state != (0, 0) {
+            return None;
+        }
+        let token = self.reserved.map_or((0, 0), |reserved| reserved[6]);
+        Some(CallMembers {
+            name: ParamsHead::text(place(name, text)?),
+            arguments: place(arguments, text)?,
+            progress_token: place(token, text)?,
+        })
+    }
+
+    /// The head these spans place in `text` (`None` when a span does not lie in it).
+    pub(crate) fn head<'a>(&self, text: &'a str) -> Option<ParamsHead<'a>> {
+        let members = places(&self.members, text)?;
+        let meta = match &self.reserved {
+            Some(reserved) => Some(MetaMembers {
+                reserved: Reserved::of_members(places(reserved, text)?),
+            }),
+            None => None,
+        };
+        // In `members`' order (see `ParamsHead::members`).
+        Some(ParamsHead {
+            meta,
+            name: members[0],
+            uri: members[1],
+            task_id: members[2],
+            arguments: members[3],
+            input_responses: members[4],
+            request_state: members[5],
+        })
+    }
+}
+
+/// Where each of `members` lies in `text` (`None` when one does not lie in it).
+fn spans_of<const N: usize>(members: [Option<&str>; N], text: &str) -> Option<[(u32, u32); N]> {
+    let mut spans = [(0, 0); N];
+    for (span, member) in spans.iter_mut().zip(members) {
+        if let Some(member) = member {
+            let range = super::params::range_in(text, member)?;
+            // `text` fits in a u32 (checked by the caller), so each offset in it does.
+            *span = (range.start as u32, range.end as u32);
+        }
+    }
+    Some(spans)
+}
+
+/// The member `span` places in `text`: `Some(None)` when it is absent, `None` when it does
+/// not lie in `text`.
+fn place(span: (u32, u32), text: &str) -> Option<Option<&str>> {
+    match span {
+        (_, 0) => Some(None),
+        (start, end) => text.get(start as usize..end as usize).map(Some),
+    }
+}
+
+/// [`place`] for each of `spans`.
+fn places<'a, const N: usize>(
+    spans: &[(u32, u32); N],
+    text: &'a str,
+) -> Option<[Option<&'a str>; N]> {
+    let mut members = [None; N];
+    for (member, &span) in members.iter_mut().zip(spans) {
+        *member = place(span, text)?;
+    }
+    Some(members)
+}
+
+/// Reads a member as its JSON text, validated and kept as sent (`null` is absent, as for an
+/// `Option<&RawValue>`).
+pub(crate) fn raw_text<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<&'de str>, D::Error> {
+    Option::<&'de RawValue>::deserialize(d).map(|raw| raw.map(RawValue::get))
 }
 
 /// A member of the params as [`ParamsHead`] found it, by what it holds.
@@ -312,6 +388,27 @@ pub enum Member<'a> {
 }
 
 impl<'a> ParamsHead<'a> {
+    /// The head of a request's params: the one read with the envelope when there is one,
+    /// else read now ([`ParamsHead::parse`]).
+    pub fn of(params: Option<&'a Params>) -> Result<ParamsHead<'a>, ErrorObject> {
+        match params.and_then(Params::head) {
+            Some(head) => Ok(head),
+            None => ParamsHead::parse(params.map(Params::get)),
+        }
+    }
+
+    /// Its members other than `_meta`, in [`HeadSpans`]' order.
+    fn members(&self) -> [Option<&'a str>; 6] {
+        [
+            self.name,
+            self.uri,
+            self.task_id,
+            self.arguments,
+            self.input_responses,
+            self.request_state,
+        ]
+    }
+
     /// Reads the head of `params` (-32602 when they are not an object, or `_meta` is not an
     /// object that names each reserved member at most once).
     pub fn parse(params: Option<&'a str>) -> Result<ParamsHead<'a>, ErrorObject> {
@@ -331,8 +428,8 @@ impl<'a> ParamsHead<'a> {
     }
 
     /// What a member of the head holds (`name`, `uri` or `taskId`).
-    pub fn text(member: Option<&'a RawValue>) -> Member<'a> {
-        member.map_or(Member::Absent, |raw| Member::of(raw.get()))
+    pub fn text(member: Option<&'a str>) -> Member<'a> {
+        member.map_or(Member::Absent, Member::of)
     }
 }
 
@@ -450,7 +547,7 @@ impl StatelessMeta {
             capabilities: Arc::new(required.capabilities),
             log_level: required.log_level,
             trace: TraceContext::from_reserved(&meta.reserved),
-            spans: params.and_then(|params| Spans::of(head, params.get())),
+            spans: params.and_then(|params| HeadSpans::of(head, params.get())),
             params: params.cloned(),
             map: OnceLock::new(),
             client_info: OnceLock::new(),
@@ -461,16 +558,9 @@ impl StatelessMeta {
     /// not place them, or when the params answer the server's questions (a rare round,
     /// whose answers are parsed where they are used): read the params instead.
     pub(crate) fn call_members(&self) -> Option<CallMembers<'_>> {
-        let (spans, text) = (self.spans.as_ref()?, self.params.as_ref()?.get());
-        if spans.answers {
-            return None;
-        }
-        let at = |span: &Option<Range<usize>>| span.clone().and_then(|span| text.get(span));
-        Some(CallMembers {
-            name: at(&spans.name).map_or(Member::Absent, Member::of),
-            arguments: at(&spans.arguments),
-            progress_token: at(&spans.progress_token),
-        })
+        self.spans
+            .as_ref()?
+            .call_members(self.params.as_ref()?.get())
     }
 
     /// The whole `_meta` object as the client sent it.
@@ -520,7 +610,7 @@ impl StatelessMeta {
     /// Parses and admits the metadata of a request that reached the server with nothing
     /// read yet (stdio): -32602, then -32022, then -32601.
     pub fn read(method: &str, params: Option<&Params>) -> Result<StatelessMeta, ErrorObject> {
-        let head = ParamsHead::parse(params.map(Params::get))?;
+        let head = ParamsHead::of(params)?;
         let meta = StatelessMeta::parse(&head, params, "sends initialize first")?;
         meta.admit(method)?;
         Ok(meta)
@@ -784,7 +874,7 @@ mod tests {
             Member::Text(Cow::Borrowed("file:///x"))
         ));
         assert_eq!(ParamsHead::text(head.task_id), Member::Other);
-        assert_eq!(head.arguments.map(RawValue::get), Some(r#"{"k":[1]}"#));
+        assert_eq!(head.arguments, Some(r#"{"k":[1]}"#));
         let bare = ParamsHead::parse(Some(r#"{"name":null,"_meta":null}"#)).unwrap();
         assert_eq!(ParamsHead::text(bare.name), Member::Absent);
         assert!(bare.meta.is_none() && !bare.declares_version());

@@ -13,8 +13,13 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::inbound::HeadSpans;
 use super::params::Frame;
+
+mod walk;
+
 pub use super::params::Params;
+pub(crate) use walk::agrees as walk_agrees;
 
 /// A JSON-RPC request id: an integer or a string, echoed back with its type preserved.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -349,8 +354,8 @@ struct Envelope<'a> {
     id: Option<IdMember>,
     #[serde(default, borrow, deserialize_with = "present_method")]
     method: Option<MethodMember<'a>>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    params: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present_text")]
+    params: Option<&'a str>,
     #[serde(default, borrow, deserialize_with = "present")]
     result: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
@@ -391,7 +396,7 @@ impl<'a> RawEnvelope<'a> {
                     MethodMember::Valid(Cow::Owned(m))
                 })
             }),
-            params: self.params,
+            params: self.params.map(RawValue::get),
             result: self.result,
             error: self.error,
         }
@@ -401,6 +406,11 @@ impl<'a> RawEnvelope<'a> {
 /// Keeps an explicit `null` as `Some("null")` so "absent" and "null" stay distinct.
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
     <&RawValue>::deserialize(d).map(Some)
+}
+
+/// [`present`], as the member's text.
+fn present_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de str>, D::Error> {
+    <&RawValue>::deserialize(d).map(|raw| Some(raw.get()))
 }
 
 /// Keeps an explicit `null` id as present (and invalid), like any other non-id value.
@@ -594,10 +604,10 @@ struct Source<'t> {
 
 impl Source<'_> {
     /// `raw`, read out of this frame, as params: sharing the frame kept, or a copy.
-    fn params(&self, raw: &RawValue) -> Params {
+    fn params(&self, raw: &str) -> Params {
         match &self.kept {
-            Some((frame, base)) => Params::within(frame, self.text, *base, raw.get()),
-            None => Params::from(raw),
+            Some((frame, base)) => Params::within(frame, self.text, *base, raw),
+            None => Params::copied(raw),
         }
     }
 }
@@ -655,6 +665,25 @@ pub(crate) fn strip_position(e: &serde_json::Error) -> String {
     }
 }
 
+/// The envelope as serde reads it: what [`walk::walk`] leaves to it.
+fn read_envelope(text: &str) -> Result<Envelope<'_>, DecodeError> {
+    match serde_json::from_str(text) {
+        Ok(env) => Ok(env),
+        // Rare: read again with every member raw. A frame can be valid JSON and still fail
+        // above (a number beyond f64 as the id, say, which is an invalid id, not a parse
+        // error), and this way every malformed frame is judged exactly as the raw reading
+        // judges it.
+        Err(_) => match serde_json::from_str::<RawEnvelope<'_>>(text) {
+            Ok(raw) => Ok(raw.judged()),
+            Err(e) if e.is_syntax() || e.is_eof() => Err(DecodeError::Parse(strip_position(&e))),
+            Err(_) => Err(DecodeError::Invalid {
+                id: None,
+                reason: "a JSON-RPC message must be a JSON object".into(),
+            }),
+        },
+    }
+}
+
 fn decode_object(text: &str, source: &Source<'_>) -> Result<Message, DecodeError> {
     // serde reads a struct from an array too, its members by position: `[null, 0]` would
     // be an envelope with id 0. Only an object is a message; anything else is invalid, or
@@ -668,24 +697,9 @@ fn decode_object(text: &str, source: &Source<'_>) -> Result<Message, DecodeError
             },
         });
     }
-    let env: Envelope<'_> = match serde_json::from_str(text) {
-        Ok(env) => env,
-        // Rare: read again with every member raw. A frame can be valid JSON and still fail
-        // above (a number beyond f64 as the id, say, which is an invalid id, not a parse
-        // error), and this way every malformed frame is judged exactly as the raw reading
-        // judges it.
-        Err(_) => match serde_json::from_str::<RawEnvelope<'_>>(text) {
-            Ok(raw) => raw.judged(),
-            Err(e) if e.is_syntax() || e.is_eof() => {
-                return Err(DecodeError::Parse(strip_position(&e)));
-            }
-            Err(_) => {
-                return Err(DecodeError::Invalid {
-                    id: None,
-                    reason: "a JSON-RPC message must be a JSON object".into(),
-                });
-            }
-        },
+    let (env, head) = match walk::walk(text) {
+        Some(walked) => walked,
+        None => (read_envelope(text)?, None),
     };
     let id = match env.id {
         None => None,
@@ -707,13 +721,18 @@ fn decode_object(text: &str, source: &Source<'_>) -> Result<Message, DecodeError
         None => return Err(invalid("missing jsonrpc version")),
     }
     let params = match env.params {
-        Some(raw) if raw.get() == "null" => None,
+        Some("null") => None,
         Some(raw) => {
-            let first = raw.get().as_bytes().first().copied();
+            let first = raw.as_bytes().first().copied();
             if first != Some(b'{') && first != Some(b'[') {
                 return Err(invalid("params must be an object or an array"));
             }
-            Some(source.params(raw))
+            let params = source.params(raw);
+            // Placed in the params' own text: the same offsets in a copy of them.
+            Some(match head.and_then(|head| HeadSpans::of(&head, raw)) {
+                Some(spans) => params.with_head(spans),
+                None => params,
+            })
         }
         None => None,
     };

@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
+use super::inbound::{CallMembers, HeadSpans, ParamsHead};
+
 /// The params of a request or a notification, as the client sent them: JSON text, an
 /// object or an array (or a part of them, such as a call's arguments). Cloning shares the
 /// text.
@@ -26,12 +28,26 @@ use serde_json::value::RawValue;
 /// };
 /// assert_eq!(request.params.unwrap().get(), r#"{"name":"echo"}"#);
 /// ```
-#[derive(Clone)]
 pub struct Params {
     frame: Frame,
     /// Where the params are in the frame's text; `None` when they are all of it (params
     /// copied out of a frame, the common case, are read without slicing).
     range: Option<Range<usize>>,
+    /// Where the members of their head lie, when the envelope's reader read it with them
+    /// (see `jsonrpc::walk`): [`Params::head`] gives it without reading them again.
+    head: Option<Box<HeadSpans>>,
+}
+
+/// A clone shares the text, not the head: whoever holds it reads the head again if it
+/// needs it (only the edge and the dispatcher do, from the request's own params).
+impl Clone for Params {
+    fn clone(&self) -> Self {
+        Params {
+            frame: self.frame.clone(),
+            range: self.range.clone(),
+            head: None,
+        }
+    }
 }
 
 /// The text a [`Params`] lies in.
@@ -69,6 +85,7 @@ impl Params {
             Some(range) => Params {
                 frame: frame.clone(),
                 range: Some(base + range.start..base + range.end),
+                head: None,
             },
             None => Self::copied(part),
         }
@@ -88,11 +105,31 @@ impl Params {
     }
 
     /// A copy of `text`, which must be JSON.
-    fn copied(text: &str) -> Self {
+    pub(crate) fn copied(text: &str) -> Self {
         Params {
             frame: Frame::Copied(Arc::from(text)),
             range: None,
+            head: None,
         }
+    }
+
+    /// The same params, with where their head's members lie (read out of their text).
+    pub(crate) fn with_head(self, spans: HeadSpans) -> Self {
+        Params {
+            head: Some(Box::new(spans)),
+            ..self
+        }
+    }
+
+    /// Their head, when it was read with the envelope.
+    pub(crate) fn head(&self) -> Option<ParamsHead<'_>> {
+        self.head.as_ref()?.head(self.get())
+    }
+
+    /// What a `tools/call` needs of their head, when it was read with the envelope and
+    /// holds it (see [`ParamsHead::call_members`]).
+    pub(crate) fn call_members(&self) -> Option<CallMembers<'_>> {
+        self.head.as_ref()?.call_members(self.get())
     }
 
     /// The params' JSON text.

@@ -3,7 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::{ClientCapabilities, Implementation, LoggingLevel, Meta, ServerCapabilities};
 
@@ -62,7 +61,7 @@ impl RequestMeta {
             capabilities: required.capabilities,
             client_info: reserved
                 .client_info
-                .and_then(|v| serde_json::from_str::<Implementation>(v.get()).ok()),
+                .and_then(|v| serde_json::from_str::<Implementation>(v.0).ok()),
             log_level: required.log_level,
         })
     }
@@ -85,11 +84,11 @@ impl Required {
         let missing =
             |key: &str| MetaError::Invalid(format!("_meta is missing the required \"{key}\""));
         let protocol_version = match meta.protocol_version {
-            Some(v) => string_member(v, meta_keys::PROTOCOL_VERSION)?,
+            Some(v) => string_member(v.0, meta_keys::PROTOCOL_VERSION)?,
             None => return Err(missing(meta_keys::PROTOCOL_VERSION)),
         };
         let capabilities = match meta.client_capabilities {
-            Some(v) if v.get().starts_with('{') => serde_json::from_str(v.get()).map_err(|e| {
+            Some(RawText(v)) if v.starts_with('{') => serde_json::from_str(v).map_err(|e| {
                 MetaError::Invalid(format!(
                     "_meta[\"{}\"] is malformed: {e}",
                     meta_keys::CLIENT_CAPABILITIES
@@ -106,7 +105,7 @@ impl Required {
         let log_level = match meta.log_level {
             None => None,
             Some(v) => Some(
-                string_member(v, meta_keys::LOG_LEVEL)?
+                string_member(v.0, meta_keys::LOG_LEVEL)?
                     .parse::<LoggingLevel>()
                     .map_err(MetaError::Invalid)?,
             ),
@@ -123,37 +122,78 @@ impl Required {
 pub(crate) const NO_META: &str = "the request has no _meta";
 
 /// A reserved member that must be a string.
-fn string_member(value: &RawValue, key: &str) -> Result<String, MetaError> {
-    serde_json::from_str(value.get())
+fn string_member(value: &str, key: &str) -> Result<String, MetaError> {
+    serde_json::from_str(value)
         .map_err(|_| MetaError::Invalid(format!("_meta[\"{key}\"] must be a string")))
+}
+
+/// A member's JSON text, validated and kept as sent (an explicit `null` reads as absent, as
+/// for any `Option`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RawText<'a>(pub(crate) &'a str);
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawText<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'de serde_json::value::RawValue>::deserialize(d).map(|raw| RawText(raw.get()))
+    }
 }
 
 /// The members of a `_meta` object the server reads, as their JSON text: found in one pass
 /// over `_meta`, without building a map of it (the rest is skipped). A `null` member counts
 /// as absent; a member given twice makes `_meta` malformed.
 #[derive(Deserialize, Default, Debug)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 pub(crate) struct Reserved<'a> {
     /// [`meta_keys::PROTOCOL_VERSION`].
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
-    pub(crate) protocol_version: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    pub(crate) protocol_version: Option<RawText<'a>>,
     /// [`meta_keys::CLIENT_CAPABILITIES`].
-    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow, default)]
-    pub(crate) client_capabilities: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
+    pub(crate) client_capabilities: Option<RawText<'a>>,
     /// [`meta_keys::CLIENT_INFO`].
-    #[serde(rename = "io.modelcontextprotocol/clientInfo", borrow, default)]
-    pub(crate) client_info: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/clientInfo")]
+    pub(crate) client_info: Option<RawText<'a>>,
     /// [`meta_keys::LOG_LEVEL`].
-    #[serde(rename = "io.modelcontextprotocol/logLevel", borrow, default)]
-    pub(crate) log_level: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/logLevel")]
+    pub(crate) log_level: Option<RawText<'a>>,
     /// A W3C trace context's `traceparent`.
-    #[serde(borrow, default)]
-    pub(crate) traceparent: Option<&'a RawValue>,
+    pub(crate) traceparent: Option<RawText<'a>>,
     /// A W3C trace context's `tracestate`.
-    #[serde(borrow, default)]
-    pub(crate) tracestate: Option<&'a RawValue>,
+    pub(crate) tracestate: Option<RawText<'a>>,
     /// The token a request's progress notifications carry.
-    #[serde(rename = "progressToken", borrow, default)]
-    pub(crate) progress_token: Option<&'a RawValue>,
+    #[serde(rename = "progressToken")]
+    pub(crate) progress_token: Option<RawText<'a>>,
+}
+
+impl<'a> Reserved<'a> {
+    /// Its members in declaration order (as `inbound::HeadSpans` keeps them).
+    pub(crate) fn members(&self) -> [Option<&'a str>; 7] {
+        [
+            self.protocol_version,
+            self.client_capabilities,
+            self.client_info,
+            self.log_level,
+            self.traceparent,
+            self.tracestate,
+            self.progress_token,
+        ]
+        .map(|member| member.map(|RawText(text)| text))
+    }
+
+    /// The members [`Reserved::members`] gives, back in their places.
+    pub(crate) fn of_members(members: [Option<&'a str>; 7]) -> Reserved<'a> {
+        let [version, capabilities, info, level, parent, state, token] =
+            members.map(|m| m.map(RawText));
+        Reserved {
+            protocol_version: version,
+            client_capabilities: capabilities,
+            client_info: info,
+            log_level: level,
+            traceparent: parent,
+            tracestate: state,
+            progress_token: token,
+        }
+    }
 }
 
 /// How widely a cacheable result may be shared.

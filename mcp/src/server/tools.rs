@@ -22,7 +22,7 @@ use crate::context::{Caller, NO_CHANNEL};
 use crate::elicit::mrtr::Mrtr;
 use crate::elicit::state::{ApprovalState, ArgsDigest, Binding};
 use crate::elicit::{APPROVAL_KEY, Approval, ask_approval, judge};
-use crate::protocol::inbound::{CallMembers, Member, StatelessMeta};
+use crate::protocol::inbound::{CallMembers, Member};
 use crate::protocol::methods::Method;
 use crate::protocol::{
     CallToolResult, ErrorObject, Meta, PaginatedParams, Params, ProgressToken, methods,
@@ -73,17 +73,21 @@ struct Call<'a> {
 }
 
 impl<'a> Call<'a> {
-    /// The call's params: as the edge found them on 2026-07-28 (its head read them
-    /// already, `_meta` and all, and a second pass over `_meta` was ~6% of such a call),
-    /// read from `params` otherwise: on the handshake era, for a call that answers the
-    /// server's questions, and when the name is not a string (the reader's error names
-    /// it).
-    fn read(scope: &'a Scope, params: Option<&'a str>) -> Result<Call<'a>, ErrorObject> {
-        let found = scope.caller.stateless.as_deref();
-        if let Some(call) = found
-            .and_then(StatelessMeta::call_members)
-            .and_then(Call::found)
-        {
+    /// The call's params as the head read with the envelope found them (on 2026-07-28,
+    /// as the edge's metadata keeps them: `_meta` and all, so a second pass over `_meta`
+    /// was ~6% of such a call); read from `params` otherwise: when no head was read with
+    /// them, for a call that answers the server's questions, and when the name is not a
+    /// string (the reader's error names it).
+    fn read(
+        scope: &'a Scope,
+        params: Option<&'a str>,
+        shared: Option<&'a Params>,
+    ) -> Result<Call<'a>, ErrorObject> {
+        let found = match scope.caller.stateless.as_deref() {
+            Some(meta) => meta.call_members(),
+            None => shared.and_then(Params::call_members),
+        };
+        if let Some(call) = found.and_then(Call::found) {
             return Ok(call);
         }
         let p: CallParams<'_> = parse_params(methods::TOOLS_CALL, params, true)?;
@@ -237,7 +241,7 @@ impl Server {
         params: Option<&str>,
         shared: Option<&Params>,
     ) -> Result<Reply, ErrorObject> {
-        let p = Call::read(scope, params)?;
+        let p = Call::read(scope, params, shared)?;
         let snapshot = self.registry().snapshot();
         let tool = snapshot.tool(&p.name);
         let raw_args = p.arguments;

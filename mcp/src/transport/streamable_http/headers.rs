@@ -53,7 +53,7 @@ pub(crate) struct Mirrored<'a> {
     /// `params.taskId`.
     pub(crate) task_id: Member<'a>,
     /// `params.arguments`, unparsed.
-    pub(crate) arguments: Option<&'a serde_json::value::RawValue>,
+    pub(crate) arguments: Option<&'a str>,
 }
 
 /// Checks every mirrored header against the body, in a fixed order: the version, the
@@ -124,7 +124,7 @@ fn check_params(
     headers: &HeaderMap,
     registry: &Registry,
     tool: &str,
-    arguments: Option<&serde_json::value::RawValue>,
+    arguments: Option<&str>,
 ) -> Result<(), Mismatch> {
     let snapshot = registry.snapshot();
     // An unknown tool is the dispatcher's to refuse (-32602).
@@ -136,7 +136,7 @@ fn check_params(
         return Ok(());
     }
     let arguments: Value = match arguments {
-        Some(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+        Some(raw) => serde_json::from_str(raw).unwrap_or(Value::Null),
         None => Value::Null,
     };
     for param in mirrored {

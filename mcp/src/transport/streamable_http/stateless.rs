@@ -50,7 +50,7 @@ use crate::conn::HttpHeaders;
 use crate::layers::BoxFuture;
 use crate::protocol::inbound::{ParamsHead, StatelessMeta};
 use crate::protocol::jsonrpc::Incoming;
-use crate::protocol::{Era, ErrorObject, Message, Params, Request, RequestId, codes};
+use crate::protocol::{Era, ErrorObject, Message, Request, RequestId, codes};
 use crate::server::{ConnId, Reply, RequestExtras, Transport};
 use crate::transport::http::app::App;
 use crate::transport::http::guard::{bad_request, http_headers, json_response};
@@ -105,7 +105,7 @@ fn validate(
 ) -> Result<Arc<StatelessMeta>, Refusal> {
     let bad = |e| Refusal(StatusCode::BAD_REQUEST, e);
     let params = request.params.as_ref();
-    let head = ParamsHead::parse(params.map(Params::get)).map_err(bad)?;
+    let head = ParamsHead::of(params).map_err(bad)?;
     if head.declares_version() && !headers.contains_key(VERSION_HEADER) {
         return Err(bad(ErrorObject::new(
             codes::HEADER_MISMATCH,
