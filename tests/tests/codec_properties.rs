@@ -310,33 +310,34 @@ fn object_text(members: Vec<(String, String)>, space: &str) -> String {
     format!("{{{}}}", members.join(","))
 }
 
+/// One of `keys`, or a short key of no meaning.
+fn key_among(keys: &'static [&'static str]) -> BoxedStrategy<String> {
+    prop_oneof![
+        5 => prop::sample::select(keys).prop_map(str::to_owned),
+        1 => "[a-z]{1,3}",
+    ]
+    .boxed()
+}
+
 /// Frames whose params carry what the envelope's one-pass walk reads as their head (the
 /// members the server reads, `_meta`'s reserved ones among them), any of them twice, and
 /// keys written with escapes.
 fn walked_frame() -> impl Strategy<Value = String> {
     let value = any_json().prop_map(|v| v.to_string()).boxed();
-    let meta_key = prop_oneof![
-        Just("io.modelcontextprotocol/protocolVersion".to_owned()),
-        Just("io.modelcontextprotocol/clientCapabilities".to_owned()),
-        Just("io.modelcontextprotocol/logLevel".to_owned()),
-        Just("progressToken".to_owned()),
-        Just("traceparent".to_owned()),
-        "[a-z]{1,3}",
-    ];
+    let meta_key = key_among(&[
+        "io.modelcontextprotocol/protocolVersion",
+        "io.modelcontextprotocol/clientCapabilities",
+        "io.modelcontextprotocol/logLevel",
+        "progressToken",
+        "traceparent",
+    ]);
     let space = prop_oneof![Just(""), Just(" "), Just("\n\t")].boxed();
     let meta = (
         prop::collection::vec((meta_key, value.clone()), 0..4),
         space.clone(),
     )
         .prop_map(|(members, space)| object_text(members, space));
-    let params_key = prop_oneof![
-        Just("name".to_owned()),
-        Just("uri".to_owned()),
-        Just("arguments".to_owned()),
-        Just("taskId".to_owned()),
-        Just("requestState".to_owned()),
-        "[a-z]{1,3}",
-    ];
+    let params_key = key_among(&["name", "uri", "arguments", "taskId", "requestState"]);
     let member = prop_oneof![
         4 => (params_key, value.clone()),
         1 => meta.prop_map(|m| ("_meta".to_owned(), m)),
@@ -346,16 +347,16 @@ fn walked_frame() -> impl Strategy<Value = String> {
             .prop_map(|(members, space)| object_text(members, space)),
         1 => value.clone(),
     ];
-    let envelope_key = prop_oneof![
-        Just("jsonrpc".to_owned()),
-        Just("id".to_owned()),
-        Just("method".to_owned()),
-        Just("result".to_owned()),
-        Just("error".to_owned()),
-        // An escaped key: the walk leaves the frame to the derived reader.
-        Just(r#""jsonr\u0070c""#.to_owned()),
-        "[a-z]{1,3}",
-    ];
+    // `"jsonr\u0070c"`, already quoted, is an escaped key: the walk leaves the frame to the
+    // derived reader.
+    let envelope_key = key_among(&[
+        "jsonrpc",
+        "id",
+        "method",
+        "result",
+        "error",
+        r#""jsonr\u0070c""#,
+    ]);
     (
         prop::collection::vec((envelope_key, value), 0..4),
         params,
