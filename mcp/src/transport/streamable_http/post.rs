@@ -18,7 +18,7 @@ use super::stateless;
 use crate::auth::Principal;
 use crate::protocol::inbound::{EraSignals, VersionHeader};
 use crate::protocol::jsonrpc::Incoming;
-use crate::protocol::{Era, ErrorObject, Message, ProtocolVersion, codes, methods};
+use crate::protocol::{Era, ErrorObject, Message, codes, methods};
 use crate::server::{ConnId, Outbound, Reply, RequestExtras, Transport};
 use crate::transport::http::app::App;
 use crate::transport::http::guard::{
@@ -207,14 +207,6 @@ async fn start_session(app: &Arc<App>, message: Message, extras: RequestExtras) 
         // A failed handshake leaves no session behind.
         app.sessions.remove(&session.id);
         return json_response(StatusCode::OK, reply.into_frame());
-    }
-    let negotiated = reply
-        .to_value()
-        .pointer("/result/protocolVersion")
-        .and_then(|v| v.as_str())
-        .and_then(|v| v.parse::<ProtocolVersion>().ok());
-    if let Some(v) = negotiated {
-        session.set_version(v);
     }
     if let Err(refusal) = session.backend.created(&session).await {
         // A session the other replicas cannot see would fail on its next request.

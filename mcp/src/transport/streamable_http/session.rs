@@ -184,7 +184,6 @@ pub(crate) struct Session {
     pub(crate) id_header: Option<axum::http::HeaderValue>,
     pub(crate) conn: Connection,
     owner: Option<(String, Option<String>)>,
-    version: crate::protocol::NegotiatedVersion,
     last_seen: LastSeen,
     /// In a cluster: when this replica last read the session's shared record, and the
     /// generation of what its bus had heard then (see `backend::cluster`). `None` until
@@ -272,8 +271,10 @@ impl Session {
         }
     }
 
+    /// The revision its `initialize` settled (its connection's: set there by the handshake,
+    /// or from the shared record on another replica).
     pub(crate) fn version(&self) -> Option<ProtocolVersion> {
-        self.version.get()
+        self.conn.state().version()
     }
 
     /// The owner, as a shared record stores it.
@@ -330,10 +331,6 @@ impl Session {
     /// Whether a request is running or a stream is open on this local copy.
     pub(crate) fn is_busy(&self) -> bool {
         self.busy.load(Ordering::Acquire) > 0
-    }
-
-    pub(crate) fn set_version(&self, v: ProtocolVersion) {
-        self.version.set(v);
     }
 
     /// Whether streams of this session start with a priming event (2025-11-25 on: older
@@ -644,7 +641,6 @@ impl SessionTable {
             id: Arc::clone(&id),
             conn,
             owner,
-            version: Default::default(),
             last_seen: LastSeen::now(),
             read: Mutex::new(None),
             busy: AtomicUsize::new(0),

@@ -328,9 +328,6 @@ fn apply_record(session: &Session, record: &SessionRecord) {
         .version
         .as_deref()
         .and_then(|v| v.parse::<ProtocolVersion>().ok());
-    if let Some(v) = version {
-        session.set_version(v);
-    }
     apply_to_conn(&session.conn, record, version);
 }
 
